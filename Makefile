@@ -1,0 +1,60 @@
+# kafkalog: every set-up step lives here, so a fresh clone needs nothing installed by hand
+# beyond the machine's Rust, Python 3.11 and (for the interop tests) Java + Maven.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.deps-stamp
+NATIVE_STAMP := $(VENV)/.native-stamp
+RUST_SOURCES := $(shell find rust -name '*.rs') Cargo.toml Cargo.lock pyproject.toml
+
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: demo test test-rust test-python lint fmt bench bench-python fuzz clean
+
+$(STAMP): pyproject.toml requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -r requirements-dev.txt
+	touch $@
+
+# Release build of the extension, installed into the venv (maturin develop puts the .so in
+# python/kafkalog/; stale copies are removed first).
+$(NATIVE_STAMP): $(STAMP) $(RUST_SOURCES)
+	rm -f python/kafkalog/_native*.so
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release --quiet
+	touch $@
+
+demo: $(NATIVE_STAMP)
+	$(PY) -m kafkalog.demo
+
+lint:
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+	cargo clippy --all-targets --features python -- -D warnings
+
+test-rust:
+	cargo test --quiet
+
+test-python: $(NATIVE_STAMP)
+	$(PY) -m mypy.stubtest kafkalog._native --allowlist tests/stubtest-allowlist.txt
+	$(PY) -m pytest -q
+
+test: $(NATIVE_STAMP) lint test-rust test-python
+
+fmt:
+	cargo fmt
+
+bench: $(NATIVE_STAMP)
+	cargo bench --bench log_bench
+	$(PY) benches/bench_python.py
+
+bench-python: $(NATIVE_STAMP)
+	$(PY) benches/bench_python.py
+
+fuzz:
+	PROPTEST_CASES=200000 cargo test --release --quiet fuzz_
+
+clean:
+	rm -rf $(VENV) target python/kafkalog/_native*.so

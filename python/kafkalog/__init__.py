@@ -1,0 +1,44 @@
+"""kafkalog: Apache Kafka's log storage engine as a library.
+
+Reads and writes Kafka 4.x log directories byte for byte: v2 record batches with every codec,
+segments with offset and time indexes, and one :class:`UnifiedLog` per partition.
+"""
+
+from __future__ import annotations
+
+from . import exceptions
+from ._native import __version__, decode_batches
+from .arrow import KAFKA_SCHEMA
+from .exceptions import (
+    CorruptRecordError,
+    InvalidConfigError,
+    KafkaLogError,
+    LogClosedError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+)
+from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, UnifiedLog
+from .records import AppendInfo, ConsumerRecord, ReadResult, Record, SegmentInfo, TimestampAndOffset
+
+__all__ = [
+    "__version__",
+    "decode_batches",
+    "exceptions",
+    "KAFKA_SCHEMA",
+    "UnifiedLog",
+    "Record",
+    "ConsumerRecord",
+    "AppendInfo",
+    "SegmentInfo",
+    "ReadResult",
+    "TimestampAndOffset",
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "KafkaLogError",
+    "CorruptRecordError",
+    "OffsetOutOfRangeError",
+    "RecordBatchTooLargeError",
+    "InvalidConfigError",
+    "LogClosedError",
+]

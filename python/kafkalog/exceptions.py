@@ -1,0 +1,81 @@
+"""Exceptions raised by kafkalog.
+
+Every error the native engine reports maps onto one of these classes, so callers (and Spark,
+which pickles exceptions back to the driver) can catch them by kind. Messages name the file,
+offset, position, config key or allowed range involved.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "KafkaLogError",
+    "CorruptRecordError",
+    "CorruptIndexError",
+    "OffsetOutOfRangeError",
+    "RecordBatchTooLargeError",
+    "InvalidRecordError",
+    "InvalidOffsetError",
+    "OffsetOverflowError",
+    "InvalidConfigError",
+    "IllegalStateError",
+    "LogClosedError",
+    "ReadOnlyLogError",
+    "InconsistentTopicIdError",
+    "KafkaLogIOError",
+]
+
+
+class KafkaLogError(Exception):
+    """Base class of every kafkalog error."""
+
+
+class CorruptRecordError(KafkaLogError):
+    """Bytes that do not form a valid record batch (Kafka's CorruptRecordException)."""
+
+
+class CorruptIndexError(KafkaLogError):
+    """An index file that fails its sanity check (Kafka's CorruptIndexException)."""
+
+
+class OffsetOutOfRangeError(KafkaLogError):
+    """An offset outside [log start offset, log end offset] (Kafka's OffsetOutOfRangeException)."""
+
+
+class RecordBatchTooLargeError(KafkaLogError):
+    """A batch larger than max.message.bytes (Kafka's RecordBatchTooLargeException)."""
+
+
+class InvalidRecordError(KafkaLogError):
+    """A record the log refuses: a missing key on a compacted topic, a timestamp out of range."""
+
+
+class InvalidOffsetError(KafkaLogError):
+    """Offsets that do not increase (Kafka's InvalidOffsetException)."""
+
+
+class OffsetOverflowError(InvalidOffsetError):
+    """An offset too far from its segment's base offset to be stored relative to it."""
+
+
+class InvalidConfigError(KafkaLogError, ValueError):
+    """A configuration value rejected when given; the message names the key, value and rule."""
+
+
+class IllegalStateError(KafkaLogError):
+    """An operation the log's current state does not allow."""
+
+
+class LogClosedError(KafkaLogError):
+    """The log has been closed."""
+
+
+class ReadOnlyLogError(KafkaLogError):
+    """A write on a log opened with read_only=True."""
+
+
+class InconsistentTopicIdError(KafkaLogError):
+    """partition.metadata names another topic id (Kafka's InconsistentTopicIdException)."""
+
+
+class KafkaLogIOError(KafkaLogError, OSError):
+    """An operating-system I/O error; errno and filename are set as on OSError."""

@@ -1,0 +1,303 @@
+"""`kafkalog.UnifiedLog`: one partition's log, opened from its directory (e.g. ``orders-0``).
+
+Mirrors Kafka's UnifiedLog. The handle is thread-safe: appends serialise inside the engine,
+reads run concurrently with them. Every call that touches the disk releases the GIL.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+
+from . import _native
+from .arrow import KAFKA_SCHEMA, columns_to_record_batch
+from .records import AppendInfo, ConsumerRecord, ReadResult, Record, SegmentInfo, TimestampAndOffset
+
+__all__ = ["UnifiedLog", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP"]
+
+#: offset_for_timestamp: the log start offset.
+EARLIEST_TIMESTAMP = -2
+#: offset_for_timestamp: the log end offset.
+LATEST_TIMESTAMP = -1
+#: offset_for_timestamp: the record with the largest timestamp.
+MAX_TIMESTAMP = -3
+
+_ARROW_CHUNK_BYTES = 64 << 20
+_Headers = tuple[tuple[str, bytes | None], ...]
+
+
+def _config_pairs(config: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    if config is None:
+        return []
+    pairs = []
+    for key, value in config.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, (list, tuple)):
+            value = ",".join(str(v) for v in value)
+        pairs.append((str(key), str(value)))
+    return pairs
+
+
+def _as_bytes(value: Any, what: str) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode()
+    raise TypeError(f"record {what} must be bytes, str or None, not {type(value).__name__}")
+
+
+def _native_record(r: Record | tuple[Any, ...]) -> tuple[bytes | None, bytes | None, list[tuple[bytes, bytes | None]], int | None]:
+    if isinstance(r, Record):
+        key, value, headers, ts = r.key, r.value, r.headers, r.timestamp
+    elif isinstance(r, tuple) and len(r) == 2:
+        (key, value), headers, ts = r, (), None
+    else:
+        raise TypeError(f"records must be kafkalog.Record or (key, value) tuples, not {r!r:.80}")
+    hdrs = [(str(k).encode(), _as_bytes(v, "header value")) for k, v in headers]
+    if ts is not None and (not isinstance(ts, int) or ts < 0):
+        raise ValueError(f"record timestamp must be a non-negative int (ms), not {ts!r}")
+    return _as_bytes(key, "key"), _as_bytes(value, "value"), hdrs, ts
+
+
+class UnifiedLog:
+    """One partition's log. Open it with :meth:`open`; use it as a context manager."""
+
+    __slots__ = ("_log",)
+
+    def __init__(self, native: _native.UnifiedLog) -> None:
+        self._log = native
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        config: Mapping[str, Any] | None = None,
+        *,
+        read_only: bool = False,
+    ) -> UnifiedLog:
+        """Opens the partition directory ``path`` (named ``<topic>-<partition>``), creating it
+        unless ``read_only``. ``config`` holds Kafka topic configs (``segment.bytes``,
+        ``cleanup.policy``, ...); invalid values raise InvalidConfigError naming the key.
+
+        A read-only open takes no lock, writes nothing, runs no recovery, and sees the log up
+        to its last complete batch, even while another process appends to it."""
+        return cls(_native.UnifiedLog.open(os.fspath(path), _config_pairs(config), read_only))
+
+    def __enter__(self) -> UnifiedLog:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"UnifiedLog({self.topic}-{self.partition}, log_start_offset={self.log_start_offset}, "
+            f"log_end_offset={self.log_end_offset}, high_watermark={self.high_watermark})"
+        )
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def append(
+        self,
+        records: Iterable[Record | tuple[Any, Any]],
+        *,
+        compression: str = "none",
+        leader_epoch: int = 0,
+        batch_size: int = 16384,
+    ) -> AppendInfo:
+        """Appends records as the leader. They are grouped into v2 batches of at most
+        ``batch_size`` bytes (as a producer's ``batch.size``), compressed with ``compression``
+        (none, gzip, snappy, lz4, zstd), validated, and given offsets from the log end."""
+        native = [_native_record(r) for r in records]
+        info = self._log.append_records(native, compression, leader_epoch, batch_size, int(time.time() * 1000))
+        return AppendInfo(**info)
+
+    def append_batch(self, raw: bytes, *, leader_epoch: int = 0) -> AppendInfo:
+        """Appends bytes holding one or more v2 batches as a producer sends them."""
+        return AppendInfo(**self._log.append_batch(bytes(raw), leader_epoch))
+
+    def append_as_follower(self, raw: bytes) -> AppendInfo:
+        """Appends batches whose offsets are already assigned; they must follow the log end."""
+        return AppendInfo(**self._log.append_as_follower(bytes(raw)))
+
+    def flush(self) -> None:
+        """Fsyncs the log up to its end and advances the recovery point."""
+        self._log.flush()
+
+    def roll(self) -> int:
+        """Starts a new active segment at the log end; returns its base offset."""
+        return self._log.roll()
+
+    def truncate_to(self, offset: int) -> bool:
+        """Removes every record at or above ``offset``; returns whether anything went."""
+        return self._log.truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Deletes every segment and restarts the log, empty, at ``offset``."""
+        self._log.truncate_fully_and_start_at(offset)
+
+    def delete_records(self, offset: int) -> int:
+        """Raises the log start offset to ``offset`` (never past the high watermark)."""
+        return self._log.delete_records(offset)
+
+    def set_high_watermark(self, offset: int) -> int:
+        """Sets the high watermark (clamped to [log start, log end]) for a caller that
+        replicates; by default it follows the log end offset."""
+        return self._log.set_high_watermark(offset)
+
+    def assign_topic_id(self, topic_id: str) -> None:
+        """Records the topic id (Kafka's 22-character form) in partition.metadata."""
+        self._log.assign_topic_id(topic_id)
+
+    def close(self) -> None:
+        """Flushes and closes the log; later calls raise LogClosedError."""
+        self._log.close()
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int = 1 << 20,
+        isolation: str = "read_uncommitted",
+        *,
+        min_one_message: bool = True,
+    ) -> ReadResult:
+        """Kafka's fetch: whole batches from the one holding ``offset``, at most ``max_bytes``
+        (but at least one batch when ``min_one_message``), up to the high watermark
+        (``read_uncommitted``) or the log end (``log_end``). Raises OffsetOutOfRangeError
+        outside [log start, log end]."""
+        raw, rows = self._log.read(offset, max_bytes, isolation, min_one_message)
+        topic, partition = self.topic, self.partition
+        records = [
+            ConsumerRecord(topic, partition, o, ts, tt, k, v, tuple(h)) for (o, ts, tt, k, v, h) in rows
+        ]
+        return ReadResult(raw, records, self.high_watermark, self.log_start_offset, self.log_end_offset)
+
+    def records(
+        self, start: int | None = None, end: int | None = None, isolation: str = "read_uncommitted"
+    ) -> Iterator[ConsumerRecord]:
+        """Iterates over the records in [start, end) (defaults: log start, high watermark)."""
+        offset = self.log_start_offset if start is None else max(start, self.log_start_offset)
+        stop = self.log_end_offset if end is None else end
+        while offset < stop:
+            result = self.read(offset, 1 << 20, isolation)
+            if not result.records_bytes:
+                return
+            last = offset
+            for r in result.records:
+                if r.offset >= stop:
+                    return
+                last = r.offset
+                yield r
+            next_offset = _next_offset(result.records_bytes)
+            offset = max(next_offset, last + 1)
+
+    def iter_arrow(
+        self,
+        start: int | None = None,
+        end: int | None = None,
+        isolation: str = "read_uncommitted",
+        *,
+        max_chunk_bytes: int = _ARROW_CHUNK_BYTES,
+    ) -> Iterator[pa.RecordBatch]:
+        """Yields pyarrow RecordBatches of Spark's Kafka-source columns for [start, end)."""
+        offset = self.log_start_offset if start is None else start
+        stop = (1 << 63) - 1 if end is None else end
+        while True:
+            cols, next_offset = self._log.read_columns(offset, stop, isolation, max_chunk_bytes)
+            if cols["rows"]:
+                yield columns_to_record_batch(cols)
+            if next_offset <= offset:
+                return
+            offset = next_offset
+
+    def to_arrow(
+        self, start: int | None = None, end: int | None = None, isolation: str = "read_uncommitted"
+    ) -> pa.Table:
+        """Reads [start, end) into a pyarrow Table with Spark's Kafka-source columns: key,
+        value, topic, partition, offset, timestamp, timestampType, headers."""
+        return pa.Table.from_batches(list(self.iter_arrow(start, end, isolation)), schema=KAFKA_SCHEMA)
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """The first record with timestamp >= ``timestamp``; EARLIEST_TIMESTAMP (-2) gives the
+        log start, LATEST_TIMESTAMP (-1) the log end, MAX_TIMESTAMP (-3) the record with the
+        largest timestamp. None when nothing qualifies."""
+        found = self._log.offset_for_timestamp(timestamp)
+        return None if found is None else TimestampAndOffset(*found)
+
+    # -- state ------------------------------------------------------------------------------
+
+    @property
+    def topic(self) -> str:
+        return self._log.topic
+
+    @property
+    def partition(self) -> int:
+        return self._log.partition
+
+    @property
+    def path(self) -> str:
+        return os.fspath(self._log.path)
+
+    @property
+    def read_only(self) -> bool:
+        return self._log.read_only
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log.log_start_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._log.high_watermark
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log.log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._log.recovery_point
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._log.size_in_bytes
+
+    @property
+    def topic_id(self) -> str | None:
+        return self._log.topic_id()
+
+    @property
+    def config(self) -> dict[str, str]:
+        """The log's topic configuration, every key with its value as Kafka prints it."""
+        return dict(self._log.config())
+
+    @property
+    def segments(self) -> list[SegmentInfo]:
+        """Base offset, size, record count, first-batch and max timestamps of each segment."""
+        return [SegmentInfo(b, s, c, f, m, os.fspath(p)) for (b, s, c, f, m, p) in self._log.segments()]
+
+
+def _next_offset(raw: bytes) -> int:
+    """Offset after the last batch in ``raw`` (base offset + lastOffsetDelta + 1)."""
+    pos, last = 0, -1
+    while pos + 12 <= len(raw):
+        size = int.from_bytes(raw[pos + 8 : pos + 12], "big")
+        base = int.from_bytes(raw[pos : pos + 8], "big", signed=True)
+        if raw[pos + 16] >= 2:
+            last = base + int.from_bytes(raw[pos + 23 : pos + 27], "big", signed=True)
+        else:
+            last = base
+        pos += 12 + size
+    return last + 1

@@ -1,0 +1,159 @@
+//! The crate's one error type.
+//!
+//! Every variant carries what an operator needs to find the problem: the file, the offset or
+//! byte position, the config key and its allowed range. Python maps each variant onto an
+//! exception class in `kafkalog.exceptions` (see `python/errors.rs`).
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Result alias used across the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every failure kafkalog reports.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// Bytes that do not form a valid record batch (Kafka's `CorruptRecordException` /
+    /// `InvalidRecordException`). `position` is a byte position in `file` when a file is known,
+    /// else in the buffer that was decoded.
+    CorruptRecord { file: Option<PathBuf>, position: u64, reason: String },
+    /// An index file whose contents fail a sanity check (Kafka's `CorruptIndexException`).
+    CorruptIndex { file: PathBuf, reason: String },
+    /// A fetch offset outside `[log_start_offset, log_end_offset]` (Kafka's `OffsetOutOfRangeException`).
+    OffsetOutOfRange { offset: i64, log_start_offset: i64, log_end_offset: i64 },
+    /// A batch larger than `max.message.bytes` (Kafka's `RecordBatchTooLargeException`).
+    RecordBatchTooLarge { size: usize, max: usize },
+    /// A record or batch the log refuses to store: missing key on a compacted topic, timestamp out
+    /// of bounds, wrong magic (Kafka's `InvalidRecordException` / `InvalidTimestampException`).
+    InvalidRecord { reason: String },
+    /// Offsets that do not increase, or an index append out of order (Kafka's `InvalidOffsetException`
+    /// / `UnexpectedAppendOffsetException`).
+    InvalidOffset { reason: String },
+    /// An offset that cannot be stored relative to a segment's base offset (Kafka's
+    /// `LogSegmentOffsetOverflowException` / `IndexOffsetOverflowException`).
+    OffsetOverflow { base_offset: i64, offset: i64 },
+    /// A configuration value rejected when given (Kafka's `ConfigException`).
+    InvalidConfig { key: String, value: String, reason: String },
+    /// The caller asked for something the current state does not allow (Kafka's
+    /// `IllegalArgumentException` / `IllegalStateException`).
+    IllegalState { reason: String },
+    /// The log has been closed (or was opened read-only and a write was attempted).
+    LogClosed { path: PathBuf },
+    /// A write on a log opened read-only.
+    ReadOnly { path: PathBuf },
+    /// `partition.metadata` names another topic id than the caller's (Kafka's
+    /// `InconsistentTopicIdException`).
+    InconsistentTopicId { path: PathBuf, stored: String, given: String },
+    /// An operating-system I/O failure on `path` during `op`.
+    Io { path: PathBuf, op: &'static str, source: io::Error },
+}
+
+impl Error {
+    /// A corrupt-record error at `position` of an in-memory buffer.
+    pub fn corrupt(position: u64, reason: impl Into<String>) -> Self {
+        Error::CorruptRecord { file: None, position, reason: reason.into() }
+    }
+
+    /// An `InvalidRecord` error.
+    pub fn invalid_record(reason: impl Into<String>) -> Self {
+        Error::InvalidRecord { reason: reason.into() }
+    }
+
+    /// An `IllegalState` error.
+    pub fn illegal_state(reason: impl Into<String>) -> Self {
+        Error::IllegalState { reason: reason.into() }
+    }
+
+    /// An `InvalidOffset` error.
+    pub fn invalid_offset(reason: impl Into<String>) -> Self {
+        Error::InvalidOffset { reason: reason.into() }
+    }
+
+    /// An `InvalidConfig` error naming `key`, `value` and what is allowed.
+    pub fn invalid_config(key: &str, value: impl fmt::Display, reason: impl Into<String>) -> Self {
+        Error::InvalidConfig { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+    }
+
+    /// Wraps an I/O error with the path and operation that failed.
+    pub fn io(path: impl AsRef<Path>, op: &'static str, source: io::Error) -> Self {
+        Error::Io { path: path.as_ref().to_path_buf(), op, source }
+    }
+
+    /// Shifts the position of a corrupt-record error by `delta` bytes (a batch-relative error
+    /// placed in its enclosing buffer). Other variants pass through unchanged.
+    #[must_use]
+    pub fn with_position_offset(self, delta: u64) -> Self {
+        match self {
+            Error::CorruptRecord { file, position, reason } => {
+                Error::CorruptRecord { file, position: position + delta, reason }
+            }
+            other => other,
+        }
+    }
+
+    /// Places a buffer-relative corrupt-record error into `file`, whose buffer started at
+    /// `file_position`. Other variants pass through unchanged.
+    #[must_use]
+    pub fn in_file(self, file: &Path, file_position: u64) -> Self {
+        match self {
+            Error::CorruptRecord { file: None, position, reason } => {
+                Error::CorruptRecord { file: Some(file.to_path_buf()), position: file_position + position, reason }
+            }
+            other => other,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::CorruptRecord { file: Some(file), position, reason } => {
+                write!(f, "corrupt record batch in {} at position {position}: {reason}", file.display())
+            }
+            Error::CorruptRecord { file: None, position, reason } => {
+                write!(f, "corrupt record batch at position {position}: {reason}")
+            }
+            Error::CorruptIndex { file, reason } => {
+                write!(f, "corrupt index {}: {reason}", file.display())
+            }
+            Error::OffsetOutOfRange { offset, log_start_offset, log_end_offset } => {
+                write!(f, "offset {offset} is out of range: the log holds [{log_start_offset}, {log_end_offset}]")
+            }
+            Error::RecordBatchTooLarge { size, max } => {
+                write!(f, "record batch of {size} bytes is larger than max.message.bytes = {max}")
+            }
+            Error::InvalidRecord { reason } => write!(f, "invalid record: {reason}"),
+            Error::InvalidOffset { reason } => write!(f, "invalid offset: {reason}"),
+            Error::OffsetOverflow { base_offset, offset } => write!(
+                f,
+                "offset {offset} cannot be stored relative to segment base offset {base_offset} \
+                 (relative offsets must lie in [0, 2147483647])"
+            ),
+            Error::InvalidConfig { key, value, reason } => {
+                write!(f, "invalid value {value:?} for configuration {key}: {reason}")
+            }
+            Error::IllegalState { reason } => write!(f, "{reason}"),
+            Error::LogClosed { path } => write!(f, "log {} is closed", path.display()),
+            Error::ReadOnly { path } => {
+                write!(f, "log {} was opened read-only; writes are not allowed", path.display())
+            }
+            Error::InconsistentTopicId { path, stored, given } => {
+                write!(f, "{} holds topic id {stored}, but the caller gave {given}", path.display())
+            }
+            Error::Io { path, op, source } => {
+                write!(f, "I/O error during {op} on {}: {source}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

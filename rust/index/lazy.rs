@@ -1,0 +1,149 @@
+//! Lazily opened indexes (Kafka's `LazyIndex`): a segment knows its index files from the
+//! start but maps them only on first use, so opening a log with thousands of segments does not
+//! map thousands of files.
+//!
+//! Thread-safety: safe for concurrent use; lookups share a read lock, appends take the write lock.
+
+use std::path::{Path, PathBuf};
+
+use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::offset_index::OffsetIndex;
+use super::time_index::TimeIndex;
+use crate::error::Result;
+
+/// What the lazy wrapper needs from an index type.
+pub trait IndexFile: Sized {
+    /// Opens read-write (creating the file, preallocated to `max_index_size`).
+    fn open_rw(path: PathBuf, base_offset: i64, max_index_size: usize) -> Result<Self>;
+    /// Opens a read-only snapshot (no mapping, nothing written).
+    fn open_ro(path: PathBuf, base_offset: i64) -> Result<Self>;
+    /// Renames the file.
+    fn rename(&mut self, to: &Path) -> Result<()>;
+    /// Deletes the file.
+    fn delete(&mut self) -> Result<bool>;
+}
+
+impl IndexFile for OffsetIndex {
+    fn open_rw(path: PathBuf, base_offset: i64, max_index_size: usize) -> Result<Self> {
+        OffsetIndex::open(path, base_offset, max_index_size)
+    }
+    fn open_ro(path: PathBuf, base_offset: i64) -> Result<Self> {
+        OffsetIndex::open_read_only(path, base_offset)
+    }
+    fn rename(&mut self, to: &Path) -> Result<()> {
+        self.rename_to(to.to_path_buf())
+    }
+    fn delete(&mut self) -> Result<bool> {
+        self.delete_if_exists()
+    }
+}
+
+impl IndexFile for TimeIndex {
+    fn open_rw(path: PathBuf, base_offset: i64, max_index_size: usize) -> Result<Self> {
+        TimeIndex::open(path, base_offset, max_index_size)
+    }
+    fn open_ro(path: PathBuf, base_offset: i64) -> Result<Self> {
+        TimeIndex::open_read_only(path, base_offset)
+    }
+    fn rename(&mut self, to: &Path) -> Result<()> {
+        self.rename_to(to.to_path_buf())
+    }
+    fn delete(&mut self) -> Result<bool> {
+        self.delete_if_exists()
+    }
+}
+
+#[derive(Debug)]
+enum State<T> {
+    Unloaded { path: PathBuf },
+    Loaded(T),
+}
+
+/// An index opened on first use. Mirrors Kafka's `LazyIndex`.
+#[derive(Debug)]
+pub struct LazyIndex<T> {
+    state: RwLock<State<T>>,
+    base_offset: i64,
+    max_index_size: usize,
+    read_only: bool,
+}
+
+impl<T: IndexFile> LazyIndex<T> {
+    /// A lazy index for `path`; nothing is opened yet.
+    pub fn new(path: PathBuf, base_offset: i64, max_index_size: usize, read_only: bool) -> Self {
+        LazyIndex { state: RwLock::new(State::Unloaded { path }), base_offset, max_index_size, read_only }
+    }
+
+    /// An index that is already open.
+    pub fn loaded(index: T, base_offset: i64, max_index_size: usize, read_only: bool) -> Self {
+        LazyIndex { state: RwLock::new(State::Loaded(index)), base_offset, max_index_size, read_only }
+    }
+
+    /// Whether the file has been opened.
+    pub fn is_loaded(&self) -> bool {
+        matches!(*self.state.read(), State::Loaded(_))
+    }
+
+    fn open(&self, path: &Path) -> Result<T> {
+        if self.read_only {
+            T::open_ro(path.to_path_buf(), self.base_offset)
+        } else {
+            T::open_rw(path.to_path_buf(), self.base_offset, self.max_index_size)
+        }
+    }
+
+    fn ensure_loaded(&self) -> Result<()> {
+        if self.is_loaded() {
+            return Ok(());
+        }
+        let mut state = self.state.write();
+        if let State::Unloaded { path } = &*state {
+            let index = self.open(path)?;
+            *state = State::Loaded(index);
+        }
+        Ok(())
+    }
+
+    /// Shared access, opening the file first if needed.
+    pub fn get(&self) -> Result<MappedRwLockReadGuard<'_, T>> {
+        self.ensure_loaded()?;
+        Ok(RwLockReadGuard::map(self.state.read(), |s| match s {
+            State::Loaded(index) => index,
+            State::Unloaded { .. } => unreachable!("index loaded above and never unloaded"),
+        }))
+    }
+
+    /// Exclusive access, opening the file first if needed.
+    pub fn get_mut(&self) -> Result<parking_lot::MappedRwLockWriteGuard<'_, T>> {
+        self.ensure_loaded()?;
+        Ok(RwLockWriteGuard::map(self.state.write(), |s| match s {
+            State::Loaded(index) => index,
+            State::Unloaded { .. } => unreachable!("index loaded above and never unloaded"),
+        }))
+    }
+
+    /// Renames the file, whether or not it is open.
+    pub fn rename_to(&self, to: &Path) -> Result<()> {
+        let mut state = self.state.write();
+        match &mut *state {
+            State::Loaded(index) => index.rename(to),
+            State::Unloaded { path } => {
+                if path.exists() {
+                    std::fs::rename(&*path, to).map_err(|e| crate::error::Error::io(&*path, "rename", e))?;
+                }
+                *path = to.to_path_buf();
+                Ok(())
+            }
+        }
+    }
+
+    /// Deletes the file, whether or not it is open.
+    pub fn delete_if_exists(&self) -> Result<bool> {
+        let mut state = self.state.write();
+        match &mut *state {
+            State::Loaded(index) => index.delete(),
+            State::Unloaded { path } => crate::util::file::delete_if_exists(path),
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! # kafkalog
+//!
+//! Apache Kafka's log storage engine as a library, byte-compatible with Kafka 4.x log
+//! directories: v2 record batches with every codec, segments with memory-mapped offset and time
+//! indexes, and the per-partition [`UnifiedLog`].
+//!
+//! The layers mirror Kafka's storage module (see `ARCHITECTURE.md`):
+//! - [`record`]: varints, records, batches, codecs, legacy magic 0/1;
+//! - [`index`]: the offset and time indexes (the only `unsafe`: memory maps);
+//! - [`segment`]: the `.log` file, one segment, the ordered set of segments;
+//! - [`log`]: file names, `LocalLog`, `UnifiedLog`, validation of appends;
+//! - [`checkpoint`]: `partition.metadata` and the other small files;
+//! - [`config`]: `LogConfig` with Kafka's keys, defaults and ranges.
+//!
+//! The Python module (`kafkalog._native`) lives in `python/` behind the `python` feature.
+
+#![warn(clippy::pedantic)]
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_lossless,
+    clippy::module_name_repetitions,
+    clippy::missing_errors_doc,
+    clippy::missing_panics_doc,
+    clippy::must_use_candidate,
+    clippy::similar_names,
+    clippy::too_many_lines,
+    clippy::doc_markdown,
+    clippy::struct_excessive_bools,
+    clippy::fn_params_excessive_bools,
+    clippy::return_self_not_must_use
+)]
+
+pub mod checkpoint;
+pub mod config;
+pub mod error;
+pub mod index;
+pub mod log;
+pub mod record;
+pub mod segment;
+pub mod util;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use config::LogConfig;
+pub use error::{Error, Result};
+pub use log::unified_log::{FetchIsolation, LogOpenOptions, UnifiedLog};

@@ -1,0 +1,7 @@
+//! One partition's log: on-disk names, `LocalLog` (segments), `UnifiedLog` (offsets, append,
+//! read), and validation of appends (`LogValidator`).
+
+pub mod file_names;
+pub mod local_log;
+pub mod log_validator;
+pub mod unified_log;

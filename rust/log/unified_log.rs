@@ -1,0 +1,704 @@
+//! One partition's log (Kafka's `UnifiedLog`): appends as leader or follower, reads with
+//! Kafka's fetch semantics, the four offsets (log start, high watermark, log end, recovery
+//! point), roll, flush, truncation, `deleteRecords`, timestamp lookup and `partition.metadata`.
+//!
+//! Thread-safety: `UnifiedLog` is `Send + Sync`. Appends, roll, truncation and flush serialise
+//! on an internal write lock; reads run concurrently with them and see only complete appends.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::file_names::{parse_topic_partition_name, TopicPartition};
+use super::local_log::{LoadResult, LocalLog};
+use super::log_validator::{analyze, validate_and_assign_offsets, AppendOrigin, LogAppendInfo};
+use crate::checkpoint::partition_metadata::{PartitionMetadataFile, TopicId};
+use crate::config::LogConfig;
+use crate::error::{Error, Result};
+use crate::record::records::AnyBatch;
+use crate::segment::log_segment::{LogSegment, RollParams, TimestampAndOffset};
+use crate::util::clock::{system_clock, SharedClock};
+
+/// `ListOffsets` special timestamp: the log start offset.
+pub const EARLIEST_TIMESTAMP: i64 = -2;
+/// `ListOffsets` special timestamp: the log end offset.
+pub const LATEST_TIMESTAMP: i64 = -1;
+/// `ListOffsets` special timestamp: the record with the largest timestamp.
+pub const MAX_TIMESTAMP: i64 = -3;
+
+/// How far a read may go (Kafka's `FetchIsolation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchIsolation {
+    /// Up to the log end offset (what a follower replicates).
+    LogEnd,
+    /// Up to the high watermark (what a `read_uncommitted` consumer sees).
+    HighWatermark,
+}
+
+/// Options for opening a log.
+#[derive(Debug, Clone)]
+pub struct LogOpenOptions {
+    /// Open without a lock, write nothing, run no recovery (for analytics readers).
+    pub read_only: bool,
+    /// Recover segments from the one holding this offset on. `None` recovers only the active
+    /// segment (a standalone log has no recovery-point checkpoint; `LogManager` supplies one).
+    pub recovery_point: Option<i64>,
+    /// Log start offset from a checkpoint, if any.
+    pub log_start_offset: Option<i64>,
+    /// The clock used for roll, flush and LogAppendTime decisions.
+    pub clock: SharedClock,
+}
+
+impl Default for LogOpenOptions {
+    fn default() -> Self {
+        LogOpenOptions { read_only: false, recovery_point: None, log_start_offset: None, clock: system_clock() }
+    }
+}
+
+/// The result of a read (Kafka's `FetchDataInfo`): whole batches starting with the one holding
+/// `fetch_offset`. Unlike a Kafka fetch response, the bytes never end in a partial batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchDataInfo {
+    /// The offset asked for.
+    pub fetch_offset: i64,
+    /// Raw batches.
+    pub records: Vec<u8>,
+    /// The high watermark when the read ran.
+    pub high_watermark: i64,
+    /// The log start offset when the read ran.
+    pub log_start_offset: i64,
+    /// The log end offset when the read ran.
+    pub log_end_offset: i64,
+}
+
+/// Facts about one segment, for display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentInfo {
+    /// Base offset.
+    pub base_offset: i64,
+    /// Bytes in the `.log` file.
+    pub size: u64,
+    /// Records in the segment (exact).
+    pub record_count: u64,
+    /// Max timestamp of the first batch (Kafka's `getFirstBatchTimestamp`), -1 if none.
+    pub first_batch_timestamp: i64,
+    /// Largest record timestamp, -1 if none.
+    pub max_timestamp: i64,
+    /// Path of the `.log` file.
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Offsets {
+    log_start: i64,
+    high_watermark: i64,
+    log_end: i64,
+    /// Position in the active segment where the log end lies.
+    log_end_position: u64,
+    recovery_point: i64,
+}
+
+/// A partition's log. Mirrors Kafka's `UnifiedLog` (with `LocalLog` beneath it).
+#[derive(Debug)]
+pub struct UnifiedLog {
+    local: LocalLog,
+    topic_partition: TopicPartition,
+    config: RwLock<Arc<LogConfig>>,
+    write_lock: Mutex<()>,
+    offsets: RwLock<Offsets>,
+    hw_follows_leo: AtomicBool,
+    last_flush_ms: AtomicI64,
+    unflushed_messages: AtomicU64,
+    closed: AtomicBool,
+    metadata_file: PartitionMetadataFile,
+    topic_id: Mutex<Option<TopicId>>,
+    load_result: LoadResult,
+}
+
+impl UnifiedLog {
+    /// Opens (creating when writable and missing) the partition directory `dir`, whose name
+    /// must be `<topic>-<partition>`.
+    #[allow(clippy::needless_pass_by_value)]
+    pub fn open(dir: &Path, config: LogConfig, options: LogOpenOptions) -> Result<Self> {
+        config.validate()?;
+        let topic_partition = parse_topic_partition_name(dir)?;
+        if options.read_only {
+            if !dir.is_dir() {
+                return Err(Error::io(dir, "open log directory", std::io::ErrorKind::NotFound.into()));
+            }
+        } else {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create log directory", e))?;
+        }
+        let recover_from = match options.recovery_point {
+            Some(rp) => Some(rp),
+            None => Some(i64::MAX),
+        };
+        let (local, mut load) = LocalLog::load(dir, &config, options.clock.clone(), options.read_only, recover_from)?;
+        let mut log_start = local.segments().first_segment().map_or(0, |s| s.base_offset());
+        if let Some(checkpoint) = options.log_start_offset {
+            log_start = log_start.max(checkpoint);
+        }
+        if local.segments().is_empty() {
+            if options.read_only {
+                load.log_end_offset = log_start;
+            } else {
+                local.roll(log_start, &config)?;
+                load.log_end_offset = log_start;
+            }
+        }
+        let metadata_file = PartitionMetadataFile::new(dir);
+        let topic_id = metadata_file.read()?;
+        let now = options.clock.milliseconds();
+        let offsets = Offsets {
+            log_start,
+            high_watermark: load.log_end_offset,
+            log_end: load.log_end_offset,
+            log_end_position: load.log_end_position,
+            recovery_point: load.log_end_offset,
+        };
+        Ok(UnifiedLog {
+            local,
+            topic_partition,
+            config: RwLock::new(Arc::new(config)),
+            write_lock: Mutex::new(()),
+            offsets: RwLock::new(offsets),
+            hw_follows_leo: AtomicBool::new(true),
+            last_flush_ms: AtomicI64::new(now),
+            unflushed_messages: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            metadata_file,
+            topic_id: Mutex::new(topic_id),
+            load_result: load,
+        })
+    }
+
+    /// The partition directory.
+    pub fn dir(&self) -> &Path {
+        self.local.dir()
+    }
+    /// Topic and partition, from the directory name.
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.topic_partition
+    }
+    /// The current configuration.
+    pub fn config(&self) -> Arc<LogConfig> {
+        self.config.read().clone()
+    }
+    /// Replaces the configuration (validated first).
+    pub fn update_config(&self, config: LogConfig) -> Result<()> {
+        config.validate()?;
+        *self.config.write() = Arc::new(config);
+        Ok(())
+    }
+    /// Whether the log was opened read-only.
+    pub fn read_only(&self) -> bool {
+        self.local.read_only()
+    }
+    /// What opening the log found and repaired.
+    pub fn load_result(&self) -> LoadResult {
+        self.load_result
+    }
+    /// First offset readable.
+    pub fn log_start_offset(&self) -> i64 {
+        self.offsets.read().log_start
+    }
+    /// Offsets below this are visible to consumers.
+    pub fn high_watermark(&self) -> i64 {
+        self.offsets.read().high_watermark
+    }
+    /// Offset the next record will get.
+    pub fn log_end_offset(&self) -> i64 {
+        self.offsets.read().log_end
+    }
+    /// Offsets below this are fsynced.
+    pub fn recovery_point(&self) -> i64 {
+        self.offsets.read().recovery_point
+    }
+    /// Number of segments.
+    pub fn number_of_segments(&self) -> usize {
+        self.local.segments().len()
+    }
+    /// Total bytes in the `.log` files.
+    pub fn size_in_bytes(&self) -> u64 {
+        self.local.segments().size_in_bytes()
+    }
+    /// The segments in offset order.
+    pub fn segments(&self) -> Vec<Arc<LogSegment>> {
+        self.local.segments().values()
+    }
+    /// The topic id from `partition.metadata`, if any.
+    pub fn topic_id(&self) -> Option<TopicId> {
+        *self.topic_id.lock()
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::LogClosed { path: self.dir().to_path_buf() });
+        }
+        Ok(())
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if self.read_only() {
+            return Err(Error::ReadOnly { path: self.dir().to_path_buf() });
+        }
+        Ok(())
+    }
+
+    /// Records `topic_id` in `partition.metadata`; a different id already there is an error
+    /// (Kafka's `InconsistentTopicIdException`).
+    pub fn assign_topic_id(&self, topic_id: TopicId) -> Result<()> {
+        self.check_writable()?;
+        let mut current = self.topic_id.lock();
+        match *current {
+            Some(existing) if existing != topic_id => Err(Error::InconsistentTopicId {
+                path: self.metadata_file.path().to_path_buf(),
+                stored: existing.to_string(),
+                given: topic_id.to_string(),
+            }),
+            Some(_) if self.metadata_file.exists() => Ok(()),
+            _ => {
+                self.metadata_file.write(topic_id)?;
+                *current = Some(topic_id);
+                Ok(())
+            }
+        }
+    }
+
+    /// Appends producer batches as the leader: validates them, assigns offsets from the log
+    /// end, stamps `leader_epoch` and applies the topic's timestamp type and codec. `records` is
+    /// rewritten in place (or replaced when recompressed).
+    pub fn append_as_leader(&self, records: &mut Vec<u8>, leader_epoch: i32) -> Result<LogAppendInfo> {
+        self.append(records, AppendOrigin::Client, leader_epoch)
+    }
+
+    /// Appends batches copied from a leader: offsets are kept and must follow the log end.
+    pub fn append_as_follower(&self, records: &[u8]) -> Result<LogAppendInfo> {
+        let mut owned = records.to_vec();
+        self.append(&mut owned, AppendOrigin::Replication, -1)
+    }
+
+    fn append(&self, records: &mut Vec<u8>, origin: AppendOrigin, leader_epoch: i32) -> Result<LogAppendInfo> {
+        self.check_writable()?;
+        let config = self.config();
+        let shallow = analyze(records, &config, origin)?;
+        let _guard = self.write_lock.lock();
+        self.check_open()?;
+        let clock = self.local.clock().clone();
+        let now = clock.milliseconds();
+        let leo = self.log_end_offset();
+        if shallow.batch_count == 0 {
+            return Ok(LogAppendInfo {
+                first_offset: -1,
+                last_offset: -1,
+                max_timestamp: -1,
+                offset_of_max_timestamp: -1,
+                log_append_time: -1,
+                log_start_offset: self.log_start_offset(),
+                record_count: 0,
+                batch_count: 0,
+                valid_bytes: 0,
+            });
+        }
+        let (info, log_append_time) = match origin {
+            AppendOrigin::Client => {
+                let info = validate_and_assign_offsets(records, leo, now, leader_epoch, &config)?;
+                let lat =
+                    if config.message_timestamp_type == crate::config::TimestampType::LogAppendTime { now } else { -1 };
+                (info, lat)
+            }
+            AppendOrigin::Replication => {
+                if shallow.first_offset < leo {
+                    return Err(Error::invalid_offset(format!(
+                        "unexpected append offset: the first offset {} of the append to {} is below the log end offset {leo}",
+                        shallow.first_offset, self.topic_partition
+                    )));
+                }
+                (shallow, -1)
+            }
+        };
+        if records.len() > config.max_message_bytes as usize && info.batch_count == 1 {
+            return Err(Error::RecordBatchTooLarge { size: records.len(), max: config.max_message_bytes as usize });
+        }
+        let segment = self.maybe_roll(
+            records.len() as u64,
+            info.max_timestamp,
+            info.last_offset,
+            info.first_offset,
+            now,
+            &config,
+        )?;
+        segment.append(
+            info.last_offset,
+            info.max_timestamp,
+            info.offset_of_max_timestamp,
+            records,
+            info.record_count,
+        )?;
+        {
+            let mut o = self.offsets.write();
+            o.log_end = info.last_offset + 1;
+            o.log_end_position = segment.size();
+            if self.hw_follows_leo.load(Ordering::Acquire) {
+                o.high_watermark = o.log_end;
+            }
+        }
+        let unflushed = self.unflushed_messages.fetch_add(info.record_count, Ordering::AcqRel) + info.record_count;
+        let since_flush = now - self.last_flush_ms.load(Ordering::Acquire);
+        if unflushed as i64 >= config.flush_messages || since_flush >= config.flush_ms {
+            self.flush_locked(self.log_end_offset())?;
+        }
+        self.local.delete_due_files(false)?;
+        Ok(LogAppendInfo {
+            first_offset: info.first_offset,
+            last_offset: info.last_offset,
+            max_timestamp: info.max_timestamp,
+            offset_of_max_timestamp: info.offset_of_max_timestamp,
+            log_append_time,
+            log_start_offset: self.log_start_offset(),
+            record_count: info.record_count,
+            batch_count: info.batch_count,
+            valid_bytes: info.valid_bytes,
+        })
+    }
+
+    /// Rolls when the active segment is full, too old, has a full index, or cannot hold the
+    /// incoming offsets (Kafka's `maybeRoll`).
+    fn maybe_roll(
+        &self,
+        size: u64,
+        max_timestamp: i64,
+        max_offset: i64,
+        first_offset: i64,
+        now: i64,
+        config: &LogConfig,
+    ) -> Result<Arc<LogSegment>> {
+        let active = self.local.segments().last_segment().ok_or_else(|| Error::illegal_state("log has no segments"))?;
+        let params = RollParams {
+            max_segment_ms: config.max_segment_ms(),
+            max_segment_bytes: config.segment_size() as u64,
+            max_timestamp_in_messages: max_timestamp,
+            max_offset_in_messages: max_offset,
+            messages_size: size,
+            now,
+        };
+        if active.should_roll(&params)? {
+            return self.roll_locked(Some(first_offset));
+        }
+        Ok(active)
+    }
+
+    /// Starts a new active segment at the log end offset; returns its base offset.
+    pub fn roll(&self) -> Result<i64> {
+        self.check_writable()?;
+        let _guard = self.write_lock.lock();
+        Ok(self.roll_locked(None)?.base_offset())
+    }
+
+    fn roll_locked(&self, expected_next_offset: Option<i64>) -> Result<Arc<LogSegment>> {
+        let leo = self.log_end_offset();
+        let new_offset = expected_next_offset.unwrap_or(0).max(leo);
+        let config = self.config();
+        let segment = self.local.roll(new_offset, &config)?;
+        self.offsets.write().log_end_position = 0;
+        Ok(segment)
+    }
+
+    /// Sets the high watermark (clamped to `[log start, log end]`); from then on it no longer
+    /// follows the log end offset automatically.
+    pub fn set_high_watermark(&self, hw: i64) -> i64 {
+        self.hw_follows_leo.store(false, Ordering::Release);
+        let mut o = self.offsets.write();
+        o.high_watermark = hw.clamp(o.log_start, o.log_end);
+        o.high_watermark
+    }
+
+    /// Raises the log start offset to `offset` (Kafka's `deleteRecords` /
+    /// `maybeIncrementLogStartOffset`); never past the high watermark. Segments wholly below it
+    /// are removed by retention. Returns the new log start offset.
+    pub fn delete_records(&self, offset: i64) -> Result<i64> {
+        self.check_writable()?;
+        let _guard = self.write_lock.lock();
+        let mut o = self.offsets.write();
+        if offset > o.high_watermark {
+            return Err(Error::OffsetOutOfRange {
+                offset,
+                log_start_offset: o.log_start,
+                log_end_offset: o.high_watermark,
+            });
+        }
+        if offset > o.log_start {
+            o.log_start = offset;
+            o.recovery_point = o.recovery_point.max(offset);
+        }
+        Ok(o.log_start)
+    }
+
+    /// Reads whole batches from `start_offset` (Kafka's `UnifiedLog.read`): at most `max_bytes`,
+    /// but at least one batch when `min_one_message`; bounded by the log end or the high
+    /// watermark; empty at the bound; `OffsetOutOfRange` outside `[log start, log end]`.
+    pub fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: u64,
+        isolation: FetchIsolation,
+        min_one_message: bool,
+    ) -> Result<FetchDataInfo> {
+        self.check_open()?;
+        let o = *self.offsets.read();
+        let mut info = FetchDataInfo {
+            fetch_offset: start_offset,
+            records: Vec::new(),
+            high_watermark: o.high_watermark,
+            log_start_offset: o.log_start,
+            log_end_offset: o.log_end,
+        };
+        if start_offset < o.log_start || start_offset > o.log_end {
+            return Err(Error::OffsetOutOfRange {
+                offset: start_offset,
+                log_start_offset: o.log_start,
+                log_end_offset: o.log_end,
+            });
+        }
+        let bound = match isolation {
+            FetchIsolation::LogEnd => o.log_end,
+            FetchIsolation::HighWatermark => o.high_watermark,
+        };
+        if start_offset >= bound {
+            return Ok(info);
+        }
+        let (bound_base, bound_position) = self.position_of(bound, &o)?;
+        let mut segment = self.local.segments().floor_segment(start_offset);
+        while let Some(s) = segment {
+            let max_position = if s.base_offset() == bound_base { bound_position } else { s.size() };
+            if let Some(slice) = s.read(start_offset, max_bytes, max_position, min_one_message)? {
+                if slice.size > 0 {
+                    s.log().read_into(slice.position, slice.size as usize, &mut info.records)?;
+                }
+                return Ok(info);
+            }
+            if s.base_offset() >= bound_base {
+                break;
+            }
+            segment = self.local.segments().higher_segment(s.base_offset());
+        }
+        Ok(info)
+    }
+
+    /// The segment base and byte position where `offset` (a batch boundary) lies.
+    fn position_of(&self, offset: i64, o: &Offsets) -> Result<(i64, u64)> {
+        let active = self.local.segments().last_segment().ok_or_else(|| Error::illegal_state("log has no segments"))?;
+        if offset >= o.log_end {
+            return Ok((active.base_offset(), o.log_end_position));
+        }
+        let s = self
+            .local
+            .segments()
+            .floor_segment(offset)
+            .ok_or_else(|| Error::illegal_state(format!("no segment holds offset {offset}")))?;
+        let pos = s.translate_offset(offset, 0)?.map_or(s.size(), |h| h.position);
+        Ok((s.base_offset(), pos))
+    }
+
+    /// Visits every batch overlapping `[start_offset, end_offset)` in order, within the bound of
+    /// `isolation`, until `f` returns false. The bulk-read path behind `records()` and `to_arrow`.
+    pub fn scan<F>(&self, start_offset: i64, end_offset: i64, isolation: FetchIsolation, mut f: F) -> Result<()>
+    where
+        F: FnMut(AnyBatch<'_>) -> Result<bool>,
+    {
+        self.check_open()?;
+        let o = *self.offsets.read();
+        let bound = match isolation {
+            FetchIsolation::LogEnd => o.log_end,
+            FetchIsolation::HighWatermark => o.high_watermark,
+        };
+        let start = start_offset.max(o.log_start);
+        let end = end_offset.min(bound);
+        if start >= end {
+            return Ok(());
+        }
+        let (bound_base, bound_position) = self.position_of(bound, &o)?;
+        let mut buf = Vec::new();
+        for s in self.local.segments().covering(start, end) {
+            let from = s.translate_offset(start, 0)?.map(|h| h.position);
+            let Some(from) = from else { continue };
+            let to = if s.base_offset() == bound_base { bound_position } else { s.size() };
+            let mut more = true;
+            s.log().for_each_batch(from, to, &mut buf, |_, batch| {
+                if batch.base_offset()? >= end {
+                    more = false;
+                    return Ok(false);
+                }
+                more = f(batch)?;
+                Ok(more)
+            })?;
+            if !more || s.base_offset() >= bound_base {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Fsyncs everything up to the log end offset and advances the recovery point.
+    pub fn flush(&self) -> Result<()> {
+        self.check_writable()?;
+        let _guard = self.write_lock.lock();
+        self.flush_locked(self.log_end_offset())
+    }
+
+    fn flush_locked(&self, offset: i64) -> Result<()> {
+        let rp = self.recovery_point();
+        if offset > rp {
+            for s in self.local.segments().covering(rp, offset) {
+                s.flush()?;
+            }
+            let mut o = self.offsets.write();
+            o.recovery_point = o.recovery_point.max(offset);
+        }
+        self.unflushed_messages.store(0, Ordering::Release);
+        self.last_flush_ms.store(self.local.clock().milliseconds(), Ordering::Release);
+        Ok(())
+    }
+
+    /// Removes everything at or above `target` (Kafka's `truncateTo`). Returns whether anything
+    /// was removed.
+    pub fn truncate_to(&self, target: i64) -> Result<bool> {
+        self.check_writable()?;
+        if target < 0 {
+            return Err(Error::illegal_state(format!(
+                "cannot truncate partition {} to a negative offset ({target})",
+                self.topic_partition
+            )));
+        }
+        let _guard = self.write_lock.lock();
+        if target >= self.log_end_offset() {
+            return Ok(false);
+        }
+        let config = self.config();
+        if self.local.segments().first_segment().is_some_and(|s| s.base_offset() > target) {
+            self.truncate_fully_locked(target, &config)?;
+            return Ok(true);
+        }
+        let doomed: Vec<_> = self.local.segments().values().into_iter().filter(|s| s.base_offset() > target).collect();
+        self.local.remove_and_delete_segments(&doomed, &config)?;
+        let active = self.local.segments().last_segment().ok_or_else(|| Error::illegal_state("log has no segments"))?;
+        active.truncate_to(target)?;
+        let mut o = self.offsets.write();
+        o.log_end = target;
+        o.log_end_position = active.size();
+        o.high_watermark = o.high_watermark.min(target);
+        o.recovery_point = o.recovery_point.min(target);
+        o.log_start = o.log_start.min(target);
+        Ok(true)
+    }
+
+    /// Deletes every segment and starts an empty log at `new_offset` (Kafka's
+    /// `truncateFullyAndStartAt`).
+    pub fn truncate_fully_and_start_at(&self, new_offset: i64) -> Result<()> {
+        self.check_writable()?;
+        let _guard = self.write_lock.lock();
+        let config = self.config();
+        self.truncate_fully_locked(new_offset, &config)
+    }
+
+    fn truncate_fully_locked(&self, new_offset: i64, config: &LogConfig) -> Result<()> {
+        let all = self.local.segments().values();
+        self.local.remove_and_delete_segments(&all, config)?;
+        self.local.roll(new_offset, config)?;
+        let mut o = self.offsets.write();
+        *o = Offsets {
+            log_start: new_offset,
+            high_watermark: new_offset,
+            log_end: new_offset,
+            log_end_position: 0,
+            recovery_point: new_offset,
+        };
+        Ok(())
+    }
+
+    /// Kafka's `fetchOffsetByTimestamp`: `EARLIEST_TIMESTAMP` (-2) gives the log start,
+    /// `LATEST_TIMESTAMP` (-1) the log end, `MAX_TIMESTAMP` (-3) the record with the largest
+    /// timestamp, and a timestamp >= 0 the first record at or after it. `None` when no record
+    /// qualifies.
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<TimestampAndOffset>> {
+        self.check_open()?;
+        let o = *self.offsets.read();
+        match timestamp {
+            EARLIEST_TIMESTAMP => {
+                return Ok(Some(TimestampAndOffset { timestamp: -1, offset: o.log_start, leader_epoch: -1 }))
+            }
+            LATEST_TIMESTAMP => {
+                return Ok(Some(TimestampAndOffset { timestamp: -1, offset: o.log_end, leader_epoch: -1 }))
+            }
+            MAX_TIMESTAMP => return self.max_timestamp_offset(o.log_start),
+            t if t < 0 => {
+                return Err(Error::illegal_state(format!(
+                    "unsupported timestamp {t}: use -2 (earliest), -1 (latest), -3 (max timestamp) or a timestamp >= 0"
+                )))
+            }
+            _ => {}
+        }
+        for s in self.local.segments().values() {
+            if s.largest_timestamp()? >= timestamp {
+                if let Some(found) = s.find_offset_by_timestamp(timestamp, o.log_start)? {
+                    if found.offset < o.log_end {
+                        return Ok(Some(found));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn max_timestamp_offset(&self, log_start: i64) -> Result<Option<TimestampAndOffset>> {
+        let mut best: Option<(i64, Arc<LogSegment>)> = None;
+        for s in self.local.segments().values() {
+            let ts = s.max_timestamp_so_far()?.timestamp;
+            if ts >= 0 && best.as_ref().is_none_or(|(b, _)| ts > *b) {
+                best = Some((ts, s));
+            }
+        }
+        let Some((ts, s)) = best else { return Ok(None) };
+        s.find_offset_by_timestamp(ts, log_start)
+    }
+
+    /// Facts about each segment.
+    pub fn segment_infos(&self) -> Result<Vec<SegmentInfo>> {
+        self.check_open()?;
+        self.local
+            .segments()
+            .values()
+            .into_iter()
+            .map(|s| {
+                Ok(SegmentInfo {
+                    base_offset: s.base_offset(),
+                    size: s.size(),
+                    record_count: s.record_count()?,
+                    first_batch_timestamp: s.first_batch_timestamp()?.unwrap_or(-1),
+                    max_timestamp: s.max_timestamp_so_far()?.timestamp,
+                    path: s.path(),
+                })
+            })
+            .collect()
+    }
+
+    /// Flushes, trims the active segment's indexes and closes the log. Later calls fail with
+    /// `LogClosed`; closing twice is harmless.
+    pub fn close(&self) -> Result<()> {
+        let _guard = self.write_lock.lock();
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        if self.read_only() {
+            return Ok(());
+        }
+        self.flush_locked(self.log_end_offset())?;
+        for s in self.local.segments().values() {
+            s.close()?;
+        }
+        self.local.delete_due_files(false)
+    }
+}

@@ -1,0 +1,53 @@
+//! Maps the crate's `Error` onto the exception classes of `kafkalog.exceptions` (pure Python,
+//! so Spark can pickle them back to the driver).
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::error::Error;
+
+fn exception_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("kafkalog.exceptions")?.getattr(name)
+}
+
+/// Converts an error into the matching `kafkalog.exceptions` instance.
+#[allow(clippy::needless_pass_by_value)]
+pub fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
+    let message = err.to_string();
+    let build = || -> PyResult<PyErr> {
+        let (name, args): (&str, Bound<'_, PyTuple>) = match &err {
+            Error::CorruptRecord { .. } => ("CorruptRecordError", PyTuple::new(py, [message.clone()])?),
+            Error::CorruptIndex { .. } => ("CorruptIndexError", PyTuple::new(py, [message.clone()])?),
+            Error::OffsetOutOfRange { .. } => ("OffsetOutOfRangeError", PyTuple::new(py, [message.clone()])?),
+            Error::RecordBatchTooLarge { .. } => ("RecordBatchTooLargeError", PyTuple::new(py, [message.clone()])?),
+            Error::InvalidRecord { .. } => ("InvalidRecordError", PyTuple::new(py, [message.clone()])?),
+            Error::InvalidOffset { .. } => ("InvalidOffsetError", PyTuple::new(py, [message.clone()])?),
+            Error::OffsetOverflow { .. } => ("OffsetOverflowError", PyTuple::new(py, [message.clone()])?),
+            Error::InvalidConfig { .. } => ("InvalidConfigError", PyTuple::new(py, [message.clone()])?),
+            Error::LogClosed { .. } => ("LogClosedError", PyTuple::new(py, [message.clone()])?),
+            Error::ReadOnly { .. } => ("ReadOnlyLogError", PyTuple::new(py, [message.clone()])?),
+            Error::InconsistentTopicId { .. } => ("InconsistentTopicIdError", PyTuple::new(py, [message.clone()])?),
+            Error::Io { path, source, .. } => {
+                let errno = source.raw_os_error().unwrap_or(0);
+                let args = (errno, message.clone(), path.to_string_lossy().into_owned()).into_pyobject(py)?;
+                ("KafkaLogIOError", args)
+            }
+            _ => ("IllegalStateError", PyTuple::new(py, [message.clone()])?),
+        };
+        let cls = exception_class(py, name)?;
+        Ok(PyErr::from_value(cls.call1(args)?))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// Runs `f` with the GIL released (all I/O goes through here), converts its error, and
+/// honours Ctrl-C pressed meanwhile.
+pub fn run<T, F>(py: Python<'_>, f: F) -> PyResult<T>
+where
+    T: Send,
+    F: FnOnce() -> crate::error::Result<T> + Send,
+{
+    let result = py.detach(f);
+    py.check_signals()?;
+    result.map_err(|e| to_py_err(py, e))
+}

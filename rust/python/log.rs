@@ -1,0 +1,388 @@
+//! The `_native.UnifiedLog` handle: a frozen Python class around `Arc<UnifiedLog>`. Every call
+//! that touches the disk releases the GIL through `errors::run`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+use super::arrow::{BinaryColumn, KafkaColumns};
+use super::errors::{run, to_py_err};
+use crate::checkpoint::partition_metadata::TopicId;
+use crate::config::LogConfig;
+use crate::error::Error;
+use crate::log::log_validator::LogAppendInfo;
+use crate::log::unified_log::{FetchIsolation, LogOpenOptions, UnifiedLog};
+use crate::record::builder::{BatchBuilder, BatchHeader};
+use crate::record::compression::CompressionType;
+use crate::record::records::BatchIter;
+use crate::util::clock::SystemClock;
+
+fn parse_isolation(isolation: &str) -> PyResult<FetchIsolation> {
+    match isolation {
+        "read_uncommitted" | "high_watermark" => Ok(FetchIsolation::HighWatermark),
+        "log_end" => Ok(FetchIsolation::LogEnd),
+        "read_committed" => Err(pyo3::exceptions::PyValueError::new_err(
+            "isolation 'read_committed' needs transaction state (the last stable offset), which this \
+             version does not track yet; use 'read_uncommitted' or 'log_end'",
+        )),
+        other => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "invalid isolation {other:?}: expected 'read_uncommitted', 'high_watermark' or 'log_end'"
+        ))),
+    }
+}
+
+fn append_info_dict<'py>(py: Python<'py>, info: &LogAppendInfo) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("first_offset", info.first_offset)?;
+    d.set_item("last_offset", info.last_offset)?;
+    d.set_item("max_timestamp", info.max_timestamp)?;
+    d.set_item("offset_of_max_timestamp", info.offset_of_max_timestamp)?;
+    d.set_item("log_append_time", info.log_append_time)?;
+    d.set_item("log_start_offset", info.log_start_offset)?;
+    d.set_item("record_count", info.record_count)?;
+    d.set_item("batch_count", info.batch_count)?;
+    d.set_item("valid_bytes", info.valid_bytes)?;
+    Ok(d)
+}
+
+/// (key, value, headers, timestamp) as Python passes a record in.
+type PyRecordTuple =
+    (Option<PyBackedBytes>, Option<PyBackedBytes>, Vec<(PyBackedBytes, Option<PyBackedBytes>)>, Option<i64>);
+
+/// (base_offset, size, record_count, first_batch_timestamp, max_timestamp, path) of a segment.
+type PySegmentTuple = (i64, u64, u64, i64, i64, PathBuf);
+
+/// One record handed in from Python.
+struct InRecord {
+    key: Option<PyBackedBytes>,
+    value: Option<PyBackedBytes>,
+    headers: Vec<(PyBackedBytes, Option<PyBackedBytes>)>,
+    timestamp: Option<i64>,
+}
+
+/// Native handle of one partition log (`kafkalog.UnifiedLog` wraps it).
+#[pyclass(frozen, name = "UnifiedLog", module = "kafkalog._native")]
+pub struct PyUnifiedLog {
+    inner: Arc<UnifiedLog>,
+}
+
+#[pymethods]
+impl PyUnifiedLog {
+    /// Opens a partition directory. `config` maps Kafka topic config keys to string values.
+    #[staticmethod]
+    #[pyo3(signature = (path, config, read_only))]
+    #[allow(clippy::needless_pass_by_value)]
+    fn open(py: Python<'_>, path: PathBuf, config: Vec<(String, String)>, read_only: bool) -> PyResult<Self> {
+        let config = LogConfig::from_props(config.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .map_err(|e| to_py_err(py, e))?;
+        let options = LogOpenOptions { read_only, clock: Arc::new(SystemClock), ..LogOpenOptions::default() };
+        let log = run(py, || UnifiedLog::open(&path, config, options))?;
+        Ok(PyUnifiedLog { inner: Arc::new(log) })
+    }
+
+    /// Builds batches of at most `batch_size` bytes from (key, value, headers, timestamp)
+    /// tuples and appends them as the leader.
+    #[pyo3(signature = (records, compression, leader_epoch, batch_size, now_ms))]
+    fn append_records<'py>(
+        &self,
+        py: Python<'py>,
+        records: Vec<PyRecordTuple>,
+        compression: &str,
+        leader_epoch: i32,
+        batch_size: usize,
+        now_ms: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let codec = CompressionType::from_name(compression).ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "invalid compression {compression:?}: expected one of none, gzip, snappy, lz4, zstd"
+            ))
+        })?;
+        let records: Vec<InRecord> = records
+            .into_iter()
+            .map(|(key, value, headers, timestamp)| InRecord { key, value, headers, timestamp })
+            .collect();
+        let log = self.inner.clone();
+        let info = run(py, move || {
+            let mut buf = encode_batches(&records, codec, batch_size, now_ms)?;
+            log.append_as_leader(&mut buf, leader_epoch)
+        })?;
+        append_info_dict(py, &info)
+    }
+
+    /// Appends raw v2 batches as a producer sends them.
+    fn append_batch<'py>(
+        &self,
+        py: Python<'py>,
+        raw: PyBackedBytes,
+        leader_epoch: i32,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let log = self.inner.clone();
+        let info = run(py, move || {
+            let mut buf = raw.to_vec();
+            log.append_as_leader(&mut buf, leader_epoch)
+        })?;
+        append_info_dict(py, &info)
+    }
+
+    /// Appends raw batches whose offsets are already assigned (as a follower).
+    fn append_as_follower<'py>(&self, py: Python<'py>, raw: PyBackedBytes) -> PyResult<Bound<'py, PyDict>> {
+        let log = self.inner.clone();
+        let info = run(py, move || log.append_as_follower(&raw))?;
+        append_info_dict(py, &info)
+    }
+
+    /// Kafka-style read: raw bytes of whole batches plus the decoded records as tuples
+    /// (offset, timestamp, timestamp_type, key, value, headers).
+    #[allow(clippy::type_complexity)]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        offset: i64,
+        max_bytes: u64,
+        isolation: &str,
+        min_one_message: bool,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
+        let isolation = parse_isolation(isolation)?;
+        let log = self.inner.clone();
+        let info = run(py, move || log.read(offset, max_bytes, isolation, min_one_message))?;
+        let list = PyList::empty(py);
+        let mut scratch = Vec::new();
+        for item in BatchIter::new(&info.records) {
+            let (_, batch) = item.map_err(|e| to_py_err(py, e))?;
+            let ts_type = batch.timestamp_type() as i32;
+            let control = batch.is_control();
+            let mut err = None;
+            batch
+                .for_each_record(&mut scratch, |r| {
+                    if control || r.offset < offset {
+                        return Ok(());
+                    }
+                    let headers: Vec<(String, Option<Bound<'py, PyBytes>>)> = r
+                        .headers()
+                        .map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), v.map(|v| PyBytes::new(py, v))))
+                        .collect();
+                    let tuple = (
+                        r.offset,
+                        r.timestamp,
+                        ts_type,
+                        r.key.map(|k| PyBytes::new(py, k)),
+                        r.value.map(|v| PyBytes::new(py, v)),
+                        headers,
+                    );
+                    if let Err(e) = list.append(tuple) {
+                        err = Some(e);
+                    }
+                    Ok(())
+                })
+                .map_err(|e| to_py_err(py, e))?;
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+        Ok((PyBytes::new(py, &info.records), list))
+    }
+
+    /// Decodes `[start, end)` into Arrow-layout column buffers, stopping after about
+    /// `max_bytes` of key/value data. Returns (buffers dict, next offset to read).
+    fn read_columns<'py>(
+        &self,
+        py: Python<'py>,
+        start: i64,
+        end: i64,
+        isolation: &str,
+        max_bytes: usize,
+    ) -> PyResult<(Bound<'py, PyDict>, i64)> {
+        let isolation = parse_isolation(isolation)?;
+        let log = self.inner.clone();
+        let (cols, next) = run(py, move || {
+            let tp = log.topic_partition();
+            let mut cols = KafkaColumns::new(&tp.topic, tp.partition);
+            let mut next = start;
+            let mut scratch = Vec::new();
+            log.scan(start, end, isolation, |batch| {
+                if batch.is_control() {
+                    next = batch.next_offset();
+                    return Ok(true);
+                }
+                let ts_type = batch.timestamp_type();
+                batch.for_each_record(&mut scratch, |r| {
+                    if r.offset >= start && r.offset < end {
+                        cols.push(&r, ts_type);
+                    }
+                    Ok(())
+                })?;
+                next = batch.next_offset().min(end.max(start));
+                Ok(cols.data_bytes() < max_bytes)
+            })?;
+            Ok((cols, next))
+        })?;
+        Ok((columns_dict(py, &cols)?, next))
+    }
+
+    #[getter]
+    fn log_start_offset(&self) -> i64 {
+        self.inner.log_start_offset()
+    }
+    #[getter]
+    fn high_watermark(&self) -> i64 {
+        self.inner.high_watermark()
+    }
+    #[getter]
+    fn log_end_offset(&self) -> i64 {
+        self.inner.log_end_offset()
+    }
+    #[getter]
+    fn recovery_point(&self) -> i64 {
+        self.inner.recovery_point()
+    }
+    #[getter]
+    fn topic(&self) -> String {
+        self.inner.topic_partition().topic.clone()
+    }
+    #[getter]
+    fn partition(&self) -> i32 {
+        self.inner.topic_partition().partition
+    }
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.inner.dir().to_path_buf()
+    }
+    #[getter]
+    fn read_only(&self) -> bool {
+        self.inner.read_only()
+    }
+    #[getter]
+    fn size_in_bytes(&self) -> u64 {
+        self.inner.size_in_bytes()
+    }
+
+    /// The log's configuration as Kafka key/value strings.
+    fn config(&self) -> Vec<(String, String)> {
+        self.inner.config().to_props().into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+
+    /// (base_offset, size, record_count, first_batch_timestamp, max_timestamp, path) per segment.
+    fn segments(&self, py: Python<'_>) -> PyResult<Vec<PySegmentTuple>> {
+        let log = self.inner.clone();
+        let infos = run(py, move || log.segment_infos())?;
+        Ok(infos
+            .into_iter()
+            .map(|s| (s.base_offset, s.size, s.record_count, s.first_batch_timestamp, s.max_timestamp, s.path))
+            .collect())
+    }
+
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let log = self.inner.clone();
+        run(py, move || log.flush())
+    }
+
+    fn roll(&self, py: Python<'_>) -> PyResult<i64> {
+        let log = self.inner.clone();
+        run(py, move || log.roll())
+    }
+
+    fn truncate_to(&self, py: Python<'_>, offset: i64) -> PyResult<bool> {
+        let log = self.inner.clone();
+        run(py, move || log.truncate_to(offset))
+    }
+
+    fn truncate_fully_and_start_at(&self, py: Python<'_>, offset: i64) -> PyResult<()> {
+        let log = self.inner.clone();
+        run(py, move || log.truncate_fully_and_start_at(offset))
+    }
+
+    fn delete_records(&self, py: Python<'_>, offset: i64) -> PyResult<i64> {
+        let log = self.inner.clone();
+        run(py, move || log.delete_records(offset))
+    }
+
+    fn set_high_watermark(&self, offset: i64) -> i64 {
+        self.inner.set_high_watermark(offset)
+    }
+
+    /// (timestamp, offset, leader_epoch) or None.
+    fn offset_for_timestamp(&self, py: Python<'_>, timestamp: i64) -> PyResult<Option<(i64, i64, i32)>> {
+        let log = self.inner.clone();
+        let found = run(py, move || log.offset_for_timestamp(timestamp))?;
+        Ok(found.map(|t| (t.timestamp, t.offset, t.leader_epoch)))
+    }
+
+    /// The topic id in `partition.metadata`, or None.
+    fn topic_id(&self) -> Option<String> {
+        self.inner.topic_id().map(|t| t.to_string())
+    }
+
+    /// Records a topic id (Kafka's 22-character base64 form); a different stored id is an error.
+    fn assign_topic_id(&self, py: Python<'_>, topic_id: &str) -> PyResult<()> {
+        let id = TopicId::parse(topic_id).map_err(|e| to_py_err(py, e))?;
+        let log = self.inner.clone();
+        run(py, move || log.assign_topic_id(id))
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let log = self.inner.clone();
+        run(py, move || log.close())
+    }
+}
+
+/// Encodes records into v2 batches of at most `batch_size` uncompressed bytes each (as a
+/// producer with `batch.size` would). Offsets start at 0; the log assigns the real ones.
+fn encode_batches(
+    records: &[InRecord],
+    codec: CompressionType,
+    batch_size: usize,
+    now_ms: i64,
+) -> crate::error::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let header = BatchHeader { compression: codec, ..BatchHeader::default() };
+    let mut builder = BatchBuilder::new(header);
+    let mut headers = Vec::new();
+    for r in records {
+        headers.clear();
+        headers.extend(r.headers.iter().map(|(k, v)| (&k[..], v.as_deref())));
+        let key = r.key.as_deref();
+        let value = r.value.as_deref();
+        let size = crate::record::default_record::record_body_size(0, 0, key, value, &headers) + 5;
+        if builder.count() > 0 && builder.estimated_size() + size > batch_size {
+            builder.build_into(&mut out, None, None)?;
+            builder.reset(header);
+        }
+        builder.append_next(r.timestamp.unwrap_or(now_ms), key, value, &headers)?;
+    }
+    if builder.count() > 0 {
+        builder.build_into(&mut out, None, None)?;
+    }
+    if out.is_empty() {
+        return Err(Error::invalid_record("no records to append"));
+    }
+    Ok(out)
+}
+
+fn binary_dict<'py>(py: Python<'py>, c: &BinaryColumn) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("validity", PyBytes::new(py, &c.validity))?;
+    d.set_item("offsets", PyBytes::new(py, &c.offsets))?;
+    d.set_item("data", PyBytes::new(py, &c.data))?;
+    d.set_item("nulls", c.nulls)?;
+    Ok(d)
+}
+
+fn columns_dict<'py>(py: Python<'py>, c: &KafkaColumns) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("rows", c.rows)?;
+    d.set_item("key", binary_dict(py, &c.key)?)?;
+    d.set_item("value", binary_dict(py, &c.value)?)?;
+    d.set_item("topic", binary_dict(py, &c.topic)?)?;
+    d.set_item("partition", PyBytes::new(py, &c.partition))?;
+    d.set_item("offset", PyBytes::new(py, &c.offset))?;
+    d.set_item("timestamp", PyBytes::new(py, &c.timestamp_us))?;
+    d.set_item("timestamp_type", PyBytes::new(py, &c.timestamp_type))?;
+    d.set_item("header_offsets", PyBytes::new(py, &c.header_offsets))?;
+    d.set_item("header_count", c.header_key.len)?;
+    d.set_item("header_key", binary_dict(py, &c.header_key)?)?;
+    d.set_item("header_value", binary_dict(py, &c.header_value)?)?;
+    Ok(d)
+}

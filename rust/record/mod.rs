@@ -1,0 +1,17 @@
+//! Kafka's record formats: zigzag varints, v2 records and batches (with CRC-32C), the five
+//! codecs, control records, legacy magic 0/1 entries, and framing of batch runs.
+
+pub mod batch;
+pub mod builder;
+pub mod compression;
+pub mod control;
+pub mod default_record;
+pub mod legacy;
+pub mod records;
+pub mod varint;
+
+pub use batch::RecordBatch;
+pub use builder::{BatchBuilder, BatchHeader};
+pub use compression::CompressionType;
+pub use default_record::{Header, Record};
+pub use records::{AnyBatch, BatchIter};

@@ -1,0 +1,611 @@
+//! One segment of a partition's log (Kafka's `LogSegment`): the `.log` data file plus its
+//! lazily mapped `.index` and `.timeindex`.
+//!
+//! Thread-safety: safe for concurrent readers while one writer appends. The owner (the log)
+//! serialises appends, truncation, recovery, roll and renames under its write lock.
+
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use parking_lot::Mutex;
+
+use super::file_records::{BatchHeaderInfo, FileRecords};
+use crate::config::LogConfig;
+use crate::error::{Error, Result};
+use crate::index::lazy::LazyIndex;
+use crate::index::offset_index::OffsetIndex;
+use crate::index::time_index::{TimeIndex, TimestampOffset};
+use crate::log::file_names::{log_file, offset_index_file, time_index_file, with_suffix};
+use crate::util::clock::SharedClock;
+
+/// Bytes of one fetch from a segment: a position and length in the `.log` file, ending at a
+/// batch boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchSlice {
+    /// Start position in the file.
+    pub position: u64,
+    /// Number of bytes.
+    pub size: u64,
+}
+
+/// A record found by timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimestampAndOffset {
+    /// The record's timestamp.
+    pub timestamp: i64,
+    /// The record's offset.
+    pub offset: i64,
+    /// Leader epoch of its batch (-1 if unknown).
+    pub leader_epoch: i32,
+}
+
+/// What an append needs to decide whether to roll first (Kafka's `RollParams`).
+#[derive(Debug, Clone, Copy)]
+pub struct RollParams {
+    /// segment.ms (or the compaction lag bound) for this log.
+    pub max_segment_ms: i64,
+    /// segment.bytes.
+    pub max_segment_bytes: u64,
+    /// Max timestamp among the incoming batches.
+    pub max_timestamp_in_messages: i64,
+    /// Last offset among the incoming batches.
+    pub max_offset_in_messages: i64,
+    /// Size of the incoming bytes.
+    pub messages_size: u64,
+    /// Now, in ms.
+    pub now: i64,
+}
+
+#[derive(Debug)]
+struct SegmentState {
+    /// Max timestamp seen and the offset of its batch; `None` until loaded from the time index.
+    max_timestamp_so_far: Option<TimestampOffset>,
+    bytes_since_last_index_entry: u64,
+    /// The first batch's max timestamp, used for time-based rolling.
+    rolling_based_timestamp: Option<i64>,
+    created_ms: i64,
+    /// Records in the segment, when known.
+    record_count: Option<u64>,
+}
+
+/// One segment. Mirrors Kafka's `LogSegment`.
+#[derive(Debug)]
+pub struct LogSegment {
+    base_offset: i64,
+    log: FileRecords,
+    offset_index: LazyIndex<OffsetIndex>,
+    time_index: LazyIndex<TimeIndex>,
+    index_interval_bytes: u64,
+    rolling_jitter_ms: i64,
+    read_only: bool,
+    clock: SharedClock,
+    state: Mutex<SegmentState>,
+}
+
+impl LogSegment {
+    /// Opens (or, when writable, creates) the segment at `base_offset` in `dir`. `file_suffix`
+    /// is appended to every file name (e.g. `.cleaned`), empty for a live segment.
+    pub fn open(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        clock: SharedClock,
+        file_suffix: &str,
+        preallocate: bool,
+        read_only: bool,
+    ) -> Result<Self> {
+        let log_path = with_suffix(&log_file(dir, base_offset), file_suffix);
+        let prealloc = (preallocate && !read_only).then_some(config.init_file_size() as u64);
+        let log = FileRecords::open(log_path, !read_only, prealloc)?;
+        let max_index = config.segment_index_bytes as usize;
+        let offset_index = LazyIndex::new(
+            with_suffix(&offset_index_file(dir, base_offset), file_suffix),
+            base_offset,
+            max_index,
+            read_only,
+        );
+        let time_index = LazyIndex::new(
+            with_suffix(&time_index_file(dir, base_offset), file_suffix),
+            base_offset,
+            max_index,
+            read_only,
+        );
+        let now = clock.milliseconds();
+        Ok(LogSegment {
+            base_offset,
+            log,
+            offset_index,
+            time_index,
+            index_interval_bytes: config.index_interval_bytes as u64,
+            rolling_jitter_ms: 0,
+            read_only,
+            clock,
+            state: Mutex::new(SegmentState {
+                max_timestamp_so_far: None,
+                bytes_since_last_index_entry: 0,
+                rolling_based_timestamp: None,
+                created_ms: now,
+                record_count: None,
+            }),
+        })
+    }
+
+    /// Sets the random jitter subtracted from segment.ms for this segment.
+    pub fn set_rolling_jitter_ms(&mut self, jitter: i64) {
+        self.rolling_jitter_ms = jitter;
+    }
+
+    /// First offset this segment may hold.
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+    /// Size of the `.log` data.
+    pub fn size(&self) -> u64 {
+        self.log.size()
+    }
+    /// The `.log` file.
+    pub fn log(&self) -> &FileRecords {
+        &self.log
+    }
+    /// Path of the `.log` file.
+    pub fn path(&self) -> PathBuf {
+        self.log.path()
+    }
+    /// The offset index (mapped on first use).
+    pub fn offset_index(&self) -> &LazyIndex<OffsetIndex> {
+        &self.offset_index
+    }
+    /// The time index (mapped on first use).
+    pub fn time_index(&self) -> &LazyIndex<TimeIndex> {
+        &self.time_index
+    }
+
+    fn ensure_offset_in_range(&self, offset: i64) -> Result<()> {
+        let rel = offset - self.base_offset;
+        if rel < 0 || rel > i64::from(i32::MAX) {
+            return Err(Error::OffsetOverflow { base_offset: self.base_offset, offset });
+        }
+        Ok(())
+    }
+
+    /// Whether `offset` can be stored in this segment (relative offset fits an int32).
+    pub fn can_convert_to_relative_offset(&self, offset: i64) -> bool {
+        self.ensure_offset_in_range(offset).is_ok()
+    }
+
+    /// Max timestamp seen so far and its offset (loaded from the time index on first use).
+    pub fn max_timestamp_so_far(&self) -> Result<TimestampOffset> {
+        let mut st = self.state.lock();
+        self.max_timestamp_locked(&mut st)
+    }
+
+    fn max_timestamp_locked(&self, st: &mut SegmentState) -> Result<TimestampOffset> {
+        if let Some(t) = st.max_timestamp_so_far {
+            return Ok(t);
+        }
+        let last = self.time_index.get()?.last_entry();
+        st.max_timestamp_so_far = Some(last);
+        Ok(last)
+    }
+
+    /// Appends `records` (one or more complete batches whose offsets the caller has assigned).
+    /// Adds index entries every `index.interval.bytes` (Kafka's rule: the first append never
+    /// indexes). Mirrors `LogSegment.append`.
+    pub fn append(
+        &self,
+        largest_offset: i64,
+        largest_timestamp: i64,
+        offset_of_max_timestamp: i64,
+        records: &[u8],
+        record_count: u64,
+    ) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.ensure_offset_in_range(largest_offset)?;
+        let position = self.log.size();
+        self.log.append(records)?;
+        let mut st = self.state.lock();
+        let mut max = self.max_timestamp_locked(&mut st)?;
+        if largest_timestamp > max.timestamp {
+            max = TimestampOffset { timestamp: largest_timestamp, offset: offset_of_max_timestamp };
+            st.max_timestamp_so_far = Some(max);
+        }
+        if st.bytes_since_last_index_entry > self.index_interval_bytes {
+            self.offset_index.get_mut()?.append(largest_offset, position as u32)?;
+            self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, false)?;
+            st.bytes_since_last_index_entry = 0;
+        }
+        st.bytes_since_last_index_entry += records.len() as u64;
+        if position == 0 {
+            st.record_count = Some(0);
+        }
+        if let Some(c) = st.record_count.as_mut() {
+            *c += record_count;
+        }
+        if st.rolling_based_timestamp.is_none() {
+            st.rolling_based_timestamp = Some(first_batch_max_timestamp(records));
+        }
+        Ok(())
+    }
+
+    /// Finds the batch containing `offset` at or after `start_position` (`translateOffset`):
+    /// an index lookup, then a forward scan of batch headers.
+    pub fn translate_offset(&self, offset: i64, start_position: u64) -> Result<Option<BatchHeaderInfo>> {
+        let mapping = self.offset_index.get()?.lookup(offset);
+        self.log.search_for_offset_with_size(offset, start_position.max(u64::from(mapping.position)))
+    }
+
+    /// The bytes to return for a fetch at `start_offset` (`LogSegment.read`): at most `max_size`
+    /// bytes ending at a batch boundary at or before `max_position`, but at least the first batch
+    /// when `min_one_message`. `None` when `start_offset` is beyond this segment.
+    pub fn read(
+        &self,
+        start_offset: i64,
+        max_size: u64,
+        max_position: u64,
+        min_one_message: bool,
+    ) -> Result<Option<FetchSlice>> {
+        let Some(first) = self.translate_offset(start_offset, 0)? else { return Ok(None) };
+        let start = first.position;
+        if start >= max_position {
+            return Ok(Some(FetchSlice { position: start, size: 0 }));
+        }
+        let budget = if min_one_message { max_size.max(u64::from(first.size)) } else { max_size };
+        let limit = max_position.min(start.saturating_add(budget));
+        // End at the last batch boundary within the limit.
+        let mut end = start;
+        self.log.for_each_header(start, limit, |h| {
+            end = h.position + u64::from(h.size);
+            Ok(true)
+        })?;
+        Ok(Some(FetchSlice { position: start, size: end - start }))
+    }
+
+    /// Offset after the last batch (`readNextOffset`), or the base offset when empty.
+    pub fn read_next_offset(&self) -> Result<i64> {
+        Ok(self.read_next_offset_and_end()?.0)
+    }
+
+    /// Offset after the last complete batch and the position where that batch ends. A writable
+    /// segment with a torn tail is an error (recovery should have cut it); a read-only segment
+    /// of a live log simply ends at its last complete batch.
+    pub fn read_next_offset_and_end(&self) -> Result<(i64, u64)> {
+        let size = self.log.size();
+        let start = u64::from(self.offset_index.get()?.lookup(i64::MAX).position);
+        let start = if start < size { start } else { 0 };
+        let mut next = self.base_offset;
+        let scan = self.log.for_each_header(start, size, |h| {
+            next = h.next_offset();
+            Ok(true)
+        });
+        let end = match scan {
+            Ok(end) => end,
+            // A preallocated file of a live log ends in zeros: its size field reads as 0.
+            Err(Error::CorruptRecord { .. }) if self.read_only => {
+                let mut pos = start;
+                let mut ok_next = self.base_offset;
+                while let Ok(Some(h)) = self.log.read_header(pos, size) {
+                    ok_next = h.next_offset();
+                    pos += u64::from(h.size);
+                }
+                next = ok_next;
+                super::file_records::ScanEnd { position: pos, torn_tail: true }
+            }
+            Err(e) => return Err(e),
+        };
+        if end.torn_tail && !self.read_only {
+            return Err(Error::corrupt(
+                end.position,
+                format!("incomplete record batch at the end of the segment (size {size})"),
+            )
+            .in_file(&self.path(), 0));
+        }
+        Ok((next, end.position))
+    }
+
+    /// The first record with timestamp >= `timestamp` and offset >= `starting_offset`
+    /// (`findOffsetByTimestamp`).
+    pub fn find_offset_by_timestamp(&self, timestamp: i64, starting_offset: i64) -> Result<Option<TimestampAndOffset>> {
+        let indexed = self.time_index.get()?.lookup(timestamp);
+        let position = self.offset_index.get()?.lookup(indexed.offset.max(starting_offset)).position;
+        let mut found = None;
+        let mut scratch = Vec::new();
+        let mut buf = Vec::new();
+        self.log.for_each_batch(u64::from(position), self.log.size(), &mut buf, |_, batch| {
+            if batch.max_timestamp() >= timestamp {
+                let epoch = batch.partition_leader_epoch();
+                batch.for_each_record(&mut scratch, |r| {
+                    if found.is_none() && r.timestamp >= timestamp && r.offset >= starting_offset {
+                        found =
+                            Some(TimestampAndOffset { timestamp: r.timestamp, offset: r.offset, leader_epoch: epoch });
+                    }
+                    Ok(())
+                })?;
+            }
+            Ok(found.is_none())
+        })?;
+        Ok(found)
+    }
+
+    /// Rebuilds both indexes from the data, validating every batch, and truncates the file at
+    /// the first invalid byte (`LogSegment.recover`). Returns the number of bytes truncated.
+    pub fn recover(&self) -> Result<u64> {
+        if self.read_only {
+            return Err(Error::ReadOnly { path: self.path() });
+        }
+        self.offset_index.get_mut()?.reset()?;
+        self.time_index.get_mut()?.reset()?;
+        let mut valid: u64 = 0;
+        let mut last_index_entry: u64 = 0;
+        let mut max = TimestampOffset { timestamp: -1, offset: -1 };
+        let mut count: u64 = 0;
+        let mut first_ts = None;
+        let mut buf = Vec::new();
+        let scan = self.log.for_each_batch(0, self.log.size(), &mut buf, |pos, batch| {
+            if pos != valid {
+                return Ok(false);
+            }
+            if batch.ensure_valid().is_err() || !self.can_convert_to_relative_offset(batch.last_offset()) {
+                return Ok(false);
+            }
+            if batch.max_timestamp() > max.timestamp {
+                max = TimestampOffset { timestamp: batch.max_timestamp(), offset: batch.last_offset() };
+            }
+            if valid - last_index_entry > self.index_interval_bytes {
+                self.offset_index.get_mut()?.append(batch.last_offset(), valid as u32)?;
+                self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, false)?;
+                last_index_entry = valid;
+            }
+            first_ts.get_or_insert(batch.max_timestamp());
+            count += match batch {
+                crate::record::records::AnyBatch::V2(b) => b.records_count().max(0) as u64,
+                crate::record::records::AnyBatch::Legacy(_) => 1,
+            };
+            valid += batch.size_in_bytes() as u64;
+            Ok(true)
+        });
+        if let Err(e) = scan {
+            // Framing errors (a size below the minimum, an unknown magic) end the valid prefix.
+            if !matches!(e, Error::CorruptRecord { .. }) {
+                return Err(e);
+            }
+        }
+        let truncated = self.log.size() - valid;
+        if truncated > 0 {
+            log::warn!(
+                "found invalid bytes at position {valid} in {}; truncating {truncated} bytes",
+                self.path().display()
+            );
+        }
+        self.log.truncate_to(valid)?;
+        self.offset_index.get_mut()?.trim_to_valid_size()?;
+        self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, true)?;
+        self.time_index.get_mut()?.trim_to_valid_size()?;
+        let mut st = self.state.lock();
+        st.max_timestamp_so_far = Some(max);
+        st.bytes_since_last_index_entry = valid - last_index_entry;
+        st.record_count = Some(count);
+        st.rolling_based_timestamp = first_ts;
+        Ok(truncated)
+    }
+
+    /// Truncates everything at or above `offset` (`LogSegment.truncateTo`); returns the bytes
+    /// removed. The indexes are resized to full size, as this segment becomes the active one.
+    pub fn truncate_to(&self, offset: i64) -> Result<u64> {
+        let mapping = self.translate_offset(offset, 0)?;
+        {
+            let mut oi = self.offset_index.get_mut()?;
+            oi.truncate_to(offset)?;
+            let max = oi.max_index_size();
+            oi.resize(max)?;
+        }
+        {
+            let mut ti = self.time_index.get_mut()?;
+            ti.truncate_to(offset)?;
+            let max = ti.max_index_size();
+            ti.resize(max)?;
+        }
+        let Some(mapping) = mapping else { return Ok(0) };
+        let truncated = self.log.truncate_to(mapping.position)?;
+        let mut st = self.state.lock();
+        if self.log.size() == 0 {
+            st.created_ms = self.clock.milliseconds();
+            st.rolling_based_timestamp = None;
+        }
+        st.bytes_since_last_index_entry = 0;
+        st.record_count = None;
+        st.max_timestamp_so_far = None;
+        drop(st);
+        self.reload_largest_timestamp()?;
+        Ok(truncated)
+    }
+
+    /// Recomputes the max timestamp from the time index's last entry and the batches after it
+    /// (`loadLargestTimestamp`).
+    fn reload_largest_timestamp(&self) -> Result<()> {
+        let last = self.time_index.get()?.last_entry();
+        let position = self.offset_index.get()?.lookup(last.offset).position;
+        let (ts, off) = self.log.largest_timestamp_after(u64::from(position))?;
+        let max = if ts > last.timestamp { TimestampOffset { timestamp: ts, offset: off } } else { last };
+        self.state.lock().max_timestamp_so_far = Some(max);
+        Ok(())
+    }
+
+    /// Kafka's `shouldRoll`: the segment is full, too old, an index is full, or the incoming
+    /// offsets cannot be stored relative to the base offset.
+    pub fn should_roll(&self, p: &RollParams) -> Result<bool> {
+        let size = self.size();
+        let reached_time_limit = size > 0
+            && self.time_waited_for_roll(p.now, p.max_timestamp_in_messages)?
+                > p.max_segment_ms - self.rolling_jitter_ms;
+        let index_full = self.offset_index.get()?.is_full() || self.time_index.get()?.is_full();
+        Ok(size > p.max_segment_bytes.saturating_sub(p.messages_size)
+            || reached_time_limit
+            || index_full
+            || !self.can_convert_to_relative_offset(p.max_offset_in_messages))
+    }
+
+    /// Time this segment has been open for the roll decision: measured from the first batch's
+    /// timestamp when there is one, else from its creation (`timeWaitedForRoll`).
+    pub fn time_waited_for_roll(&self, now: i64, message_timestamp: i64) -> Result<i64> {
+        let first = self.first_batch_timestamp()?;
+        let st = self.state.lock();
+        Ok(match first {
+            Some(ts) if ts >= 0 => message_timestamp - ts,
+            _ => now - st.created_ms,
+        })
+    }
+
+    /// Max timestamp of the first batch (`getFirstBatchTimestamp`), loaded on first use.
+    pub fn first_batch_timestamp(&self) -> Result<Option<i64>> {
+        if let Some(ts) = self.state.lock().rolling_based_timestamp {
+            return Ok(Some(ts));
+        }
+        let first = self.log.read_header(0, self.log.size())?;
+        let ts = match first {
+            None => None,
+            Some(h) if h.magic >= 2 => Some(h.max_timestamp),
+            Some(h) => {
+                let mut out = None;
+                let mut buf = Vec::new();
+                self.log.for_each_batch(h.position, h.position + u64::from(h.size), &mut buf, |_, b| {
+                    out = Some(b.max_timestamp());
+                    Ok(false)
+                })?;
+                out
+            }
+        };
+        if ts.is_some() {
+            self.state.lock().rolling_based_timestamp = ts;
+        }
+        Ok(ts)
+    }
+
+    /// Exact number of records in the segment (counted once by a header scan, then kept).
+    pub fn record_count(&self) -> Result<u64> {
+        if let Some(c) = self.state.lock().record_count {
+            return Ok(c);
+        }
+        let mut count = 0u64;
+        let mut legacy = false;
+        self.log.for_each_header(0, self.log.size(), |h| {
+            if h.records_count >= 0 {
+                count += h.records_count as u64;
+            } else {
+                legacy = true;
+            }
+            Ok(!legacy)
+        })?;
+        if legacy {
+            count = 0;
+            let mut buf = Vec::new();
+            let mut scratch = Vec::new();
+            self.log.for_each_batch(0, self.log.size(), &mut buf, |_, b| {
+                b.for_each_record(&mut scratch, |_| {
+                    count += 1;
+                    Ok(())
+                })?;
+                Ok(true)
+            })?;
+        }
+        self.state.lock().record_count = Some(count);
+        Ok(count)
+    }
+
+    /// The largest record timestamp, or the file's modification time when the segment has no
+    /// timestamps (`largestTimestamp`).
+    pub fn largest_timestamp(&self) -> Result<i64> {
+        let max = self.max_timestamp_so_far()?;
+        if max.timestamp >= 0 {
+            return Ok(max.timestamp);
+        }
+        self.last_modified()
+    }
+
+    /// Modification time of the `.log` file, in ms.
+    pub fn last_modified(&self) -> Result<i64> {
+        let path = self.path();
+        let meta = std::fs::metadata(&path).map_err(|e| Error::io(&path, "stat", e))?;
+        let mtime = meta.modified().map_err(|e| Error::io(&path, "stat", e))?;
+        Ok(mtime.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64))
+    }
+
+    /// Called when a newer segment takes over: writes the final time-index entry and trims
+    /// both indexes and a preallocated file to their valid sizes (`onBecomeInactiveSegment`).
+    pub fn on_become_inactive_segment(&self) -> Result<()> {
+        let max = self.max_timestamp_so_far()?;
+        self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, true)?;
+        self.offset_index.get_mut()?.trim_to_valid_size()?;
+        self.time_index.get_mut()?.trim_to_valid_size()?;
+        self.log.trim()
+    }
+
+    /// Resizes both indexes (the active segment gets full-size indexes again).
+    pub fn resize_indexes(&self, size: usize) -> Result<()> {
+        self.offset_index.get_mut()?.resize(size)?;
+        self.time_index.get_mut()?.resize(size)?;
+        Ok(())
+    }
+
+    /// Fsyncs the data and both indexes.
+    pub fn flush(&self) -> Result<()> {
+        self.log.flush()?;
+        if self.offset_index.is_loaded() {
+            self.offset_index.get()?.flush()?;
+        }
+        if self.time_index.is_loaded() {
+            self.time_index.get()?.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Appends the final time-index entry and trims the files, as on a clean close.
+    pub fn close(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        if self.time_index.is_loaded() || self.size() > 0 {
+            let max = self.max_timestamp_so_far()?;
+            self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, true)?;
+        }
+        if self.offset_index.is_loaded() {
+            self.offset_index.get_mut()?.trim_to_valid_size()?;
+        }
+        if self.time_index.is_loaded() {
+            self.time_index.get_mut()?.trim_to_valid_size()?;
+        }
+        self.log.trim()
+    }
+
+    /// Renames every file from `old_suffix` to `new_suffix` (`changeFileSuffixes`).
+    pub fn change_file_suffixes(&self, old_suffix: &str, new_suffix: &str) -> Result<()> {
+        let rename = |p: PathBuf| -> PathBuf {
+            let s = p.to_string_lossy().to_string();
+            let base = s.strip_suffix(old_suffix).unwrap_or(&s).to_string();
+            PathBuf::from(base + new_suffix)
+        };
+        self.log.rename_to(&rename(self.log.path()))?;
+        let dir = self.path().parent().map(Path::to_path_buf).unwrap_or_default();
+        self.offset_index.rename_to(&with_suffix(&offset_index_file(&dir, self.base_offset), new_suffix))?;
+        self.time_index.rename_to(&with_suffix(&time_index_file(&dir, self.base_offset), new_suffix))?;
+        Ok(())
+    }
+
+    /// Deletes the segment's files.
+    pub fn delete_if_exists(&self) -> Result<()> {
+        crate::util::file::delete_if_exists(&self.path())?;
+        self.offset_index.delete_if_exists()?;
+        self.time_index.delete_if_exists()?;
+        Ok(())
+    }
+}
+
+/// Max timestamp of the first v2 batch in `records` (-1 for legacy data).
+fn first_batch_max_timestamp(records: &[u8]) -> i64 {
+    if records.len() >= 43 && records[16] >= 2 {
+        crate::record::batch::be_i64(records, 35)
+    } else {
+        -1
+    }
+}

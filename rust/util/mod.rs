@@ -1,0 +1,4 @@
+//! Durability helpers and injectable time.
+
+pub mod clock;
+pub mod file;
