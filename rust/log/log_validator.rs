@@ -206,6 +206,7 @@ pub(crate) fn validate_and_assign_offsets(
                 out.extend_from_slice(&records[..pos]);
                 rebuilt = true;
             }
+            let before = out.len();
             rebuild_batch(
                 &batch,
                 target_codec.unwrap_or(codec),
@@ -216,6 +217,12 @@ pub(crate) fn validate_and_assign_offsets(
                 &mut scratch,
                 &mut out,
             )?;
+            // A recompressed batch must still fit (Kafka's RecordTooLargeException after
+            // recompression).
+            let rebuilt_size = out.len() - before;
+            if rebuilt_size > config.max_message_bytes as usize {
+                return Err(Error::RecordBatchTooLarge { size: rebuilt_size, max: config.max_message_bytes as usize });
+            }
         }
         if !rebuilt {
             let mut m = RecordBatchMut::new(&mut records[pos..pos + size])?;

@@ -320,9 +320,6 @@ impl UnifiedLog {
                 (shallow, -1)
             }
         };
-        if records.len() > config.max_message_bytes as usize && info.batch_count == 1 {
-            return Err(Error::RecordBatchTooLarge { size: records.len(), max: config.max_message_bytes as usize });
-        }
         let segment = self.maybe_roll(
             records.len() as u64,
             info.max_timestamp,

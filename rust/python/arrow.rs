@@ -80,6 +80,24 @@ impl KafkaColumns {
         c
     }
 
+    /// Makes room for `rows` more records carrying about `bytes` of keys and values.
+    pub fn reserve(&mut self, rows: usize, bytes: usize) {
+        for c in [&mut self.key, &mut self.value] {
+            c.offsets.reserve(rows * 4);
+            c.validity.reserve(rows / 8 + 1);
+        }
+        self.value.data.reserve(bytes);
+        self.key.data.reserve(rows * 16);
+        self.topic.data.reserve(rows * self.topic_name.len());
+        self.topic.offsets.reserve(rows * 4);
+        self.topic.validity.reserve(rows / 8 + 1);
+        self.partition.reserve(rows * 4);
+        self.offset.reserve(rows * 8);
+        self.timestamp_us.reserve(rows * 8);
+        self.timestamp_type.reserve(rows * 4);
+        self.header_offsets.reserve(rows * 4);
+    }
+
     /// Bytes of variable data gathered so far.
     pub fn data_bytes(&self) -> usize {
         self.key.data.len() + self.value.data.len() + self.header_key.data.len() + self.header_value.data.len()

@@ -208,6 +208,9 @@ impl PyUnifiedLog {
                     return Ok(true);
                 }
                 let ts_type = batch.timestamp_type();
+                if let crate::record::records::AnyBatch::V2(b) = batch {
+                    cols.reserve(b.records_count().max(0) as usize, b.size_in_bytes());
+                }
                 batch.for_each_record(&mut scratch, |r| {
                     if r.offset >= start && r.offset < end {
                         cols.push(&r, ts_type);

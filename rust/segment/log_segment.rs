@@ -223,7 +223,7 @@ impl LogSegment {
         if let Some(c) = st.record_count.as_mut() {
             *c += record_count;
         }
-        if st.rolling_based_timestamp.is_none() {
+        if position == 0 {
             st.rolling_based_timestamp = Some(first_batch_max_timestamp(records));
         }
         Ok(())
