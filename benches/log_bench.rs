@@ -65,9 +65,12 @@ fn producer_batches(record_size: usize, codec: CompressionType, total: usize) ->
 fn bench_append(c: &mut Criterion) {
     let mut group = c.benchmark_group("append");
     group.sample_size(10).measurement_time(Duration::from_secs(4)).warm_up_time(Duration::from_secs(1));
-    for (record_size, codec) in
-        [(100, CompressionType::None), (1024, CompressionType::None), (100, CompressionType::Lz4), (1024, CompressionType::Lz4)]
-    {
+    for (record_size, codec) in [
+        (100, CompressionType::None),
+        (1024, CompressionType::None),
+        (100, CompressionType::Lz4),
+        (1024, CompressionType::Lz4),
+    ] {
         let (batches, records) = producer_batches(record_size, codec, 32 << 20);
         let bytes: u64 = batches.iter().map(|b| b.len() as u64).sum();
         let label = format!("{record_size}B/{}/{records}rec", codec.name());
@@ -76,7 +79,8 @@ fn bench_append(c: &mut Criterion) {
             bench.iter_batched(
                 || (tempfile::tempdir().unwrap(), batches.clone()),
                 |(dir, mut batches)| {
-                    let log = UnifiedLog::open(&dir.path().join("bench-0"), config(), LogOpenOptions::default()).unwrap();
+                    let log =
+                        UnifiedLog::open(&dir.path().join("bench-0"), config(), LogOpenOptions::default()).unwrap();
                     for b in &mut batches {
                         log.append_as_leader(b, 0).unwrap();
                     }
@@ -119,7 +123,9 @@ fn build_log(dir: &Path, record_size: usize, codec: CompressionType) -> (Arc<Uni
 fn bench_read(c: &mut Criterion) {
     let mut group = c.benchmark_group("read");
     group.sample_size(10).measurement_time(Duration::from_secs(4)).warm_up_time(Duration::from_secs(1));
-    for (record_size, codec) in [(100, CompressionType::None), (1024, CompressionType::None), (1024, CompressionType::Lz4)] {
+    for (record_size, codec) in
+        [(100, CompressionType::None), (1024, CompressionType::None), (1024, CompressionType::Lz4)]
+    {
         let dir = tempfile::tempdir().unwrap();
         let (log, size, records) = build_log(dir.path(), record_size, codec);
         let label = format!("{record_size}B/{}/{records}rec", codec.name());

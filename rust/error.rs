@@ -23,7 +23,8 @@ pub enum Error {
     CorruptIndex { file: PathBuf, reason: String },
     /// A fetch offset outside `[log_start_offset, log_end_offset]` (Kafka's `OffsetOutOfRangeException`).
     OffsetOutOfRange { offset: i64, log_start_offset: i64, log_end_offset: i64 },
-    /// A batch larger than `max.message.bytes` (Kafka's `RecordBatchTooLargeException`).
+    /// A batch larger than `max.message.bytes` (Kafka's `RecordTooLargeException`), or an append
+    /// larger than the segment size (Kafka's `RecordBatchTooLargeException`).
     RecordBatchTooLarge { size: usize, max: usize },
     /// A record or batch the log refuses to store: missing key on a compacted topic, timestamp out
     /// of bounds, wrong magic (Kafka's `InvalidRecordException` / `InvalidTimestampException`).
@@ -122,7 +123,11 @@ impl fmt::Display for Error {
                 write!(f, "offset {offset} is out of range: the log holds [{log_start_offset}, {log_end_offset}]")
             }
             Error::RecordBatchTooLarge { size, max } => {
-                write!(f, "record batch of {size} bytes is larger than max.message.bytes = {max}")
+                write!(
+                    f,
+                    "record batch of {size} bytes is larger than the limit of {max} bytes \
+                     (max.message.bytes, or the segment size for a whole append)"
+                )
             }
             Error::InvalidRecord { reason } => write!(f, "invalid record: {reason}"),
             Error::InvalidOffset { reason } => write!(f, "invalid offset: {reason}"),

@@ -54,6 +54,13 @@ def _as_bytes(value: Any, what: str) -> bytes | None:
     raise TypeError(f"record {what} must be bytes, str or None, not {type(value).__name__}")
 
 
+def _header_key(key: Any) -> bytes:
+    # Kafka header keys are strings; str() of anything else (b"h" -> "b'h'") would corrupt them.
+    if isinstance(key, str):
+        return key.encode()
+    raise TypeError(f"record header key must be str, not {type(key).__name__}")
+
+
 def _native_record(r: Record | tuple[Any, ...]) -> tuple[bytes | None, bytes | None, list[tuple[bytes, bytes | None]], int | None]:
     if isinstance(r, Record):
         key, value, headers, ts = r.key, r.value, r.headers, r.timestamp
@@ -61,7 +68,7 @@ def _native_record(r: Record | tuple[Any, ...]) -> tuple[bytes | None, bytes | N
         (key, value), headers, ts = r, (), None
     else:
         raise TypeError(f"records must be kafkalog.Record or (key, value) tuples, not {r!r:.80}")
-    hdrs = [(str(k).encode(), _as_bytes(v, "header value")) for k, v in headers]
+    hdrs = [(_header_key(k), _as_bytes(v, "header value")) for k, v in headers]
     if ts is not None and (not isinstance(ts, int) or ts < 0):
         raise ValueError(f"record timestamp must be a non-negative int (ms), not {ts!r}")
     return _as_bytes(key, "key"), _as_bytes(value, "value"), hdrs, ts

@@ -112,7 +112,18 @@ impl LocalLog {
             let missing_index = !crate::log::file_names::offset_index_file(dir, base).exists();
             let recover = !read_only && (missing_index || recover_start.is_some_and(|start| base >= start));
             if recover {
-                let truncated = segment.recover()?;
+                // Kafka's LogLoader.recoverLog: offsets that go backwards (InvalidOffsetException)
+                // leave the segment emptied rather than the log unopenable.
+                let truncated = match segment.recover() {
+                    Err(Error::InvalidOffset { reason }) => {
+                        log::warn!(
+                            "invalid offset while recovering {}: {reason}; truncating the segment to empty",
+                            segment.path().display()
+                        );
+                        segment.truncate_to(base)?
+                    }
+                    other => other?,
+                };
                 result.segments_recovered += 1;
                 result.bytes_truncated += truncated;
                 if truncated > 0 {
@@ -123,7 +134,9 @@ impl LocalLog {
         }
         if let Some(active) = log.segments.last_segment() {
             (result.log_end_offset, result.log_end_position) = active.read_next_offset_and_end()?;
-            if !read_only {
+            if read_only {
+                active.end_read_only_view_at(result.log_end_position)?;
+            } else {
                 active.resize_indexes(config.segment_index_bytes as usize)?;
             }
         }

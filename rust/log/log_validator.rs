@@ -8,7 +8,7 @@
 
 use crate::config::{LogConfig, TimestampType, TopicCompression};
 use crate::error::{Error, Result};
-use crate::record::batch::{RecordBatch, RecordBatchMut, NO_SEQUENCE};
+use crate::record::batch::{RecordBatch, RecordBatchMut, NO_SEQUENCE, NO_TIMESTAMP};
 use crate::record::builder::{BatchBuilder, BatchHeader};
 use crate::record::compression::CompressionType;
 use crate::record::default_record::Header;
@@ -75,7 +75,9 @@ pub(crate) fn analyze(records: &[u8], config: &LogConfig, origin: AppendOrigin) 
     for item in iter.by_ref() {
         let (_, batch) = item?;
         let size = batch.size_in_bytes();
-        if size > config.max_message_bytes as usize {
+        // Followers copy what the leader already accepted: Kafka's appendAsFollower passes
+        // ignoreRecordSize = true.
+        if origin == AppendOrigin::Client && size > config.max_message_bytes as usize {
             return Err(Error::RecordBatchTooLarge { size, max: config.max_message_bytes as usize });
         }
         batch.ensure_valid().map_err(|e| e.with_position_offset(a.valid_bytes))?;
@@ -98,19 +100,35 @@ pub(crate) fn analyze(records: &[u8], config: &LogConfig, origin: AppendOrigin) 
                 n
             }
         };
-        if origin == AppendOrigin::Replication {
-            let base = batch.base_offset()?;
-            if a.batch_count > 0 && base <= a.last_offset {
-                return Err(Error::invalid_offset(format!(
-                    "out of order offsets found in append: batch at offset {base} follows offset {}",
-                    a.last_offset
-                )));
+        match origin {
+            // Kafka's analyzeAndValidateRecords: producers send batches at base offset 0.
+            AppendOrigin::Client => {
+                if let AnyBatch::V2(b) = batch {
+                    if b.base_offset() != 0 {
+                        return Err(Error::invalid_record(format!(
+                            "the baseOffset of the record batch at position {} should be 0, but it is {}",
+                            a.valid_bytes,
+                            b.base_offset()
+                        )));
+                    }
+                }
             }
-            if batch.last_offset() < base {
-                return Err(Error::invalid_offset(format!(
-                    "batch last offset {} is below its base offset {base}",
-                    batch.last_offset()
-                )));
+            // Followers keep the leader's offsets, whose last offsets must increase.
+            AppendOrigin::Replication => {
+                if a.batch_count > 0 && batch.last_offset() <= a.last_offset {
+                    return Err(Error::invalid_offset(format!(
+                        "out of order offsets found in append: batch ending at offset {} follows offset {}",
+                        batch.last_offset(),
+                        a.last_offset
+                    )));
+                }
+                let base = batch.base_offset()?;
+                if batch.last_offset() < base {
+                    return Err(Error::invalid_offset(format!(
+                        "batch last offset {} is below its base offset {base}",
+                        batch.last_offset()
+                    )));
+                }
             }
         }
         if a.batch_count == 0 {
@@ -192,7 +210,8 @@ pub(crate) fn validate_and_assign_offsets(
                         "compacted topic cannot accept message without key (cleanup.policy contains compact)",
                     ));
                 }
-                if !log_append {
+                // Records without a timestamp (-1) are exempt, as in Kafka's validateTimestamp.
+                if !log_append && r.timestamp != NO_TIMESTAMP {
                     check_timestamp(r.timestamp, r.offset - base + counter, now, config)?;
                 }
                 max_ts = max_ts.max(r.timestamp);

@@ -17,7 +17,7 @@ use super::log_validator::{analyze, validate_and_assign_offsets, AppendOrigin, L
 use crate::checkpoint::partition_metadata::{PartitionMetadataFile, TopicId};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::record::records::AnyBatch;
+use crate::record::records::{AnyBatch, BatchIter};
 use crate::segment::log_segment::{LogSegment, RollParams, TimestampAndOffset};
 use crate::util::clock::{system_clock, SharedClock};
 
@@ -139,6 +139,17 @@ impl UnifiedLog {
         let mut log_start = local.segments().first_segment().map_or(0, |s| s.base_offset());
         if let Some(checkpoint) = options.log_start_offset {
             log_start = log_start.max(checkpoint);
+        }
+        // Kafka's LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd: a log start checkpoint past
+        // the recovered log end leaves nothing readable; the log restarts empty at the checkpoint.
+        if !options.read_only && !local.segments().is_empty() && log_start > load.log_end_offset {
+            log::warn!(
+                "log start offset {log_start} is past the log end offset {} in {}; deleting every segment",
+                load.log_end_offset,
+                dir.display()
+            );
+            local.remove_and_delete_segments(&local.segments().values(), &config)?;
+            load.log_end_position = 0;
         }
         if local.segments().is_empty() {
             if options.read_only {
@@ -320,29 +331,7 @@ impl UnifiedLog {
                 (shallow, -1)
             }
         };
-        let segment = self.maybe_roll(
-            records.len() as u64,
-            info.max_timestamp,
-            info.last_offset,
-            info.first_offset,
-            now,
-            &config,
-        )?;
-        segment.append(
-            info.last_offset,
-            info.max_timestamp,
-            info.offset_of_max_timestamp,
-            records,
-            info.record_count,
-        )?;
-        {
-            let mut o = self.offsets.write();
-            o.log_end = info.last_offset + 1;
-            o.log_end_position = segment.size();
-            if self.hw_follows_leo.load(Ordering::Acquire) {
-                o.high_watermark = o.log_end;
-            }
-        }
+        self.append_batches(records, now, &config)?;
         let unflushed = self.unflushed_messages.fetch_add(info.record_count, Ordering::AcqRel) + info.record_count;
         let since_flush = now - self.last_flush_ms.load(Ordering::Acquire);
         if unflushed as i64 >= config.flush_messages || since_flush >= config.flush_ms {
@@ -360,6 +349,48 @@ impl UnifiedLog {
             batch_count: info.batch_count,
             valid_bytes: info.valid_bytes,
         })
+    }
+
+    /// Writes validated batches one at a time, as Kafka appends one batch per produce request:
+    /// each may roll the segment first. The offsets advance after every batch, so a failure
+    /// part way leaves the log consistent.
+    fn append_batches(&self, records: &[u8], now: i64, config: &LogConfig) -> Result<()> {
+        let max_size = config.segment_size() as usize;
+        for item in BatchIter::new(records) {
+            let (_, batch) = item?;
+            let bytes = batch.bytes();
+            // Kafka's UnifiedLog.append: an append larger than a segment is refused.
+            if bytes.len() > max_size {
+                return Err(Error::RecordBatchTooLarge { size: bytes.len(), max: max_size });
+            }
+            let count = match batch {
+                AnyBatch::V2(b) => b.records_count().max(0) as u64,
+                AnyBatch::Legacy(_) => {
+                    let mut n = 0;
+                    batch.for_each_record(&mut Vec::new(), |_| {
+                        n += 1;
+                        Ok(())
+                    })?;
+                    n
+                }
+            };
+            let segment = self.maybe_roll(
+                bytes.len() as u64,
+                batch.max_timestamp(),
+                batch.last_offset(),
+                batch.base_offset()?,
+                now,
+                config,
+            )?;
+            segment.append(batch.last_offset(), bytes, count)?;
+            let mut o = self.offsets.write();
+            o.log_end = batch.next_offset();
+            o.log_end_position = segment.size();
+            if self.hw_follows_leo.load(Ordering::Acquire) {
+                o.high_watermark = o.log_end;
+            }
+        }
+        Ok(())
     }
 
     /// Rolls when the active segment is full, too old, has a full index, or cannot hold the
@@ -401,6 +432,9 @@ impl UnifiedLog {
         let config = self.config();
         let segment = self.local.roll(new_offset, &config)?;
         self.offsets.write().log_end_position = 0;
+        // Kafka schedules a flush of everything below the new segment at roll; done here
+        // synchronously, so the recovery point never lags more than the active segment.
+        self.flush_locked(new_offset)?;
         Ok(segment)
     }
 
@@ -549,8 +583,14 @@ impl UnifiedLog {
     fn flush_locked(&self, offset: i64) -> Result<()> {
         let rp = self.recovery_point();
         if offset > rp {
-            for s in self.local.segments().covering(rp, offset) {
+            let segments = self.local.segments().covering(rp, offset);
+            for s in &segments {
                 s.flush()?;
+            }
+            // Kafka's LocalLog.flush: segments created since the recovery point also need their
+            // directory entries made durable.
+            if segments.iter().any(|s| s.base_offset() >= rp) {
+                crate::util::file::fsync_dir(self.dir())?;
             }
             let mut o = self.offsets.write();
             o.recovery_point = o.recovery_point.max(offset);

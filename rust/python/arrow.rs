@@ -2,8 +2,19 @@
 //! decoded batches (no Python object per record). Python wraps them with
 //! `pyarrow.Array.from_buffers`.
 
-use crate::config::TimestampType;
 use crate::record::default_record::Record;
+use crate::record::records::AnyBatch;
+
+/// Kafka's `TimestampType` id of a batch's records, as consumers (and Spark's `timestampType`
+/// column) see it: 0 CreateTime, 1 LogAppendTime, and -1 (`NO_TIMESTAMP_TYPE`) for magic-0
+/// messages, which carry no timestamp (`LegacyRecord.timestampType`).
+pub fn timestamp_type_id(batch: &AnyBatch<'_>) -> i32 {
+    if batch.magic() == 0 {
+        -1
+    } else {
+        batch.timestamp_type() as i32
+    }
+}
 
 /// A variable-size binary/string column: validity bitmap, int32 offsets, data.
 #[derive(Debug, Default)]
@@ -105,14 +116,14 @@ impl KafkaColumns {
 
     /// Appends one record.
     #[inline]
-    pub fn push(&mut self, r: &Record<'_>, ts_type: TimestampType) {
+    pub fn push(&mut self, r: &Record<'_>, ts_type: i32) {
         self.key.push(r.key);
         self.value.push(r.value);
         self.topic.push(Some(&self.topic_name));
         self.partition.extend_from_slice(&self.partition_id.to_le_bytes());
         self.offset.extend_from_slice(&r.offset.to_le_bytes());
         self.timestamp_us.extend_from_slice(&r.timestamp.saturating_mul(1000).to_le_bytes());
-        self.timestamp_type.extend_from_slice(&(ts_type as i32).to_le_bytes());
+        self.timestamp_type.extend_from_slice(&ts_type.to_le_bytes());
         for (k, v) in r.headers() {
             // Header keys are UTF-8 strings in Kafka; invalid bytes are replaced as Java does.
             match std::str::from_utf8(k) {

@@ -28,7 +28,7 @@ pub fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
             Error::ReadOnly { .. } => ("ReadOnlyLogError", PyTuple::new(py, [message.clone()])?),
             Error::InconsistentTopicId { .. } => ("InconsistentTopicIdError", PyTuple::new(py, [message.clone()])?),
             Error::Io { path, source, .. } => {
-                let errno = source.raw_os_error().unwrap_or(0);
+                let errno = source.raw_os_error().unwrap_or_else(|| errno_of_kind(source.kind()));
                 let args = (errno, message.clone(), path.to_string_lossy().into_owned()).into_pyobject(py)?;
                 ("KafkaLogIOError", args)
             }
@@ -38,6 +38,26 @@ pub fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
         Ok(PyErr::from_value(cls.call1(args)?))
     };
     build().unwrap_or_else(|e| e)
+}
+
+/// The errno for an `io::Error` built from a kind rather than an OS error (so `OSError.errno`
+/// is set whenever Python would set it, e.g. ENOENT for a missing directory).
+fn errno_of_kind(kind: std::io::ErrorKind) -> i32 {
+    use std::io::ErrorKind as K;
+    match kind {
+        K::NotFound => libc::ENOENT,
+        K::PermissionDenied => libc::EACCES,
+        K::AlreadyExists => libc::EEXIST,
+        K::NotADirectory => libc::ENOTDIR,
+        K::IsADirectory => libc::EISDIR,
+        K::DirectoryNotEmpty => libc::ENOTEMPTY,
+        K::InvalidInput => libc::EINVAL,
+        K::StorageFull => libc::ENOSPC,
+        K::ReadOnlyFilesystem => libc::EROFS,
+        K::Interrupted => libc::EINTR,
+        K::UnexpectedEof => libc::EIO,
+        _ => 0,
+    }
 }
 
 /// Runs `f` with the GIL released (all I/O goes through here), converts its error, and

@@ -2,13 +2,14 @@
 //! that touches the disk releases the GIL through `errors::run`.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-use super::arrow::{BinaryColumn, KafkaColumns};
+use super::arrow::{timestamp_type_id, BinaryColumn, KafkaColumns};
 use super::errors::{run, to_py_err};
 use crate::checkpoint::partition_metadata::TopicId;
 use crate::config::LogConfig;
@@ -67,6 +68,8 @@ struct InRecord {
 #[pyclass(frozen, name = "UnifiedLog", module = "kafkalog._native")]
 pub struct PyUnifiedLog {
     inner: Arc<UnifiedLog>,
+    /// Set by `close`, for the calls the engine does not check itself (`set_high_watermark`).
+    closed: AtomicBool,
 }
 
 #[pymethods]
@@ -80,7 +83,7 @@ impl PyUnifiedLog {
             .map_err(|e| to_py_err(py, e))?;
         let options = LogOpenOptions { read_only, clock: Arc::new(SystemClock), ..LogOpenOptions::default() };
         let log = run(py, || UnifiedLog::open(&path, config, options))?;
-        Ok(PyUnifiedLog { inner: Arc::new(log) })
+        Ok(PyUnifiedLog { inner: Arc::new(log), closed: AtomicBool::new(false) })
     }
 
     /// Builds batches of at most `batch_size` bytes from (key, value, headers, timestamp)
@@ -152,7 +155,7 @@ impl PyUnifiedLog {
         let mut scratch = Vec::new();
         for item in BatchIter::new(&info.records) {
             let (_, batch) = item.map_err(|e| to_py_err(py, e))?;
-            let ts_type = batch.timestamp_type() as i32;
+            let ts_type = timestamp_type_id(&batch);
             let control = batch.is_control();
             let mut err = None;
             batch
@@ -198,6 +201,9 @@ impl PyUnifiedLog {
         let isolation = parse_isolation(isolation)?;
         let log = self.inner.clone();
         let (cols, next) = run(py, move || {
+            // Records below the log start offset (deleted, but still in their batch) never leak
+            // out, whatever `start` the caller gave; `records()` and `read()` agree.
+            let start = start.max(log.log_start_offset());
             let tp = log.topic_partition();
             let mut cols = KafkaColumns::new(&tp.topic, tp.partition);
             let mut next = start;
@@ -207,7 +213,7 @@ impl PyUnifiedLog {
                     next = batch.next_offset();
                     return Ok(true);
                 }
-                let ts_type = batch.timestamp_type();
+                let ts_type = timestamp_type_id(&batch);
                 if let crate::record::records::AnyBatch::V2(b) = batch {
                     cols.reserve(b.records_count().max(0) as usize, b.size_in_bytes());
                 }
@@ -302,8 +308,11 @@ impl PyUnifiedLog {
         run(py, move || log.delete_records(offset))
     }
 
-    fn set_high_watermark(&self, offset: i64) -> i64 {
-        self.inner.set_high_watermark(offset)
+    fn set_high_watermark(&self, py: Python<'_>, offset: i64) -> PyResult<i64> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(to_py_err(py, Error::LogClosed { path: self.inner.dir().to_path_buf() }));
+        }
+        Ok(self.inner.set_high_watermark(offset))
     }
 
     /// (timestamp, offset, leader_epoch) or None.
@@ -327,6 +336,8 @@ impl PyUnifiedLog {
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let log = self.inner.clone();
+        // The engine counts the log closed even when its final flush fails.
+        self.closed.store(true, Ordering::Release);
         run(py, move || log.close())
     }
 }

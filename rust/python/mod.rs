@@ -23,7 +23,7 @@ fn decode_batches(
         for item in iter.by_ref() {
             let (pos, batch) = item?;
             batch.ensure_valid().map_err(|e| e.with_position_offset(pos as u64))?;
-            let ts_type = batch.timestamp_type() as i32;
+            let ts_type = arrow::timestamp_type_id(&batch);
             let control = batch.is_control();
             batch
                 .for_each_record(&mut scratch, |r| {

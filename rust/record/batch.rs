@@ -298,11 +298,15 @@ impl<'a> RecordBatch<'a> {
             })?;
             (&scratch[..], RECORD_BATCH_OVERHEAD, "decompressed bytes")
         };
+        // Positions inside decompressed bytes mean nothing in the file: errors there point at
+        // the start of the compressed records.
+        let position_of =
+            |pos: usize| if codec == CompressionType::None { (base_pos + pos) as u64 } else { base_pos as u64 };
         let mut pos = 0usize;
         for i in 0..count {
             if pos >= data.len() {
                 return Err(Error::corrupt(
-                    (base_pos + pos) as u64,
+                    position_of(pos),
                     format!(
                         "incorrect declared batch size: batch at offset {} declares {count} records \
                          but its data ends after {i}",
@@ -312,14 +316,14 @@ impl<'a> RecordBatch<'a> {
             }
             let at = pos;
             let record = decode_record(data, &mut pos, &ctx).map_err(|reason| {
-                let position = if codec == CompressionType::None { (base_pos + at) as u64 } else { base_pos as u64 };
+                let position = position_of(at);
                 Error::corrupt(position, format!("record {i} of batch at offset {}: {reason}", ctx.base_offset))
             })?;
             f(record)?;
         }
         if pos != data.len() {
             return Err(Error::corrupt(
-                (base_pos + pos) as u64,
+                position_of(pos),
                 format!(
                     "incorrect declared batch size: {} {what} remain after the {count} records of batch at offset {}",
                     data.len() - pos,
@@ -487,7 +491,10 @@ mod tests {
         m.set_max_timestamp(TimestampType::LogAppendTime, 5_000);
         let b = m.view();
         b.ensure_valid().unwrap();
-        assert_eq!((b.timestamp_type(), b.max_timestamp(), b.partition_leader_epoch()), (TimestampType::LogAppendTime, 5_000, 15));
+        assert_eq!(
+            (b.timestamp_type(), b.max_timestamp(), b.partition_leader_epoch()),
+            (TimestampType::LogAppendTime, 5_000, 15)
+        );
         let mut scratch = Vec::new();
         assert!(b.records(&mut scratch).unwrap().iter().all(|r| r.timestamp == 5_000));
     }

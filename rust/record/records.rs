@@ -57,9 +57,10 @@ impl<'a> AnyBatch<'a> {
             AnyBatch::Legacy(e) => e.last_offset(),
         }
     }
-    /// Offset after the batch.
+    /// Offset after the batch (wrapping, like Java's arithmetic: the base offset is not covered
+    /// by the CRC, so a corrupt one must not overflow).
     pub fn next_offset(&self) -> i64 {
-        self.last_offset() + 1
+        self.last_offset().wrapping_add(1)
     }
     /// Max timestamp (-1 for magic 0).
     pub fn max_timestamp(&self) -> i64 {

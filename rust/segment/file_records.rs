@@ -45,7 +45,7 @@ pub struct BatchHeaderInfo {
 impl BatchHeaderInfo {
     /// Offset after the batch.
     pub fn next_offset(&self) -> i64 {
-        self.last_offset + 1
+        self.last_offset.wrapping_add(1)
     }
 }
 
@@ -95,6 +95,14 @@ impl FileRecords {
     /// Logical size in bytes (`sizeInBytes`).
     pub fn size(&self) -> u64 {
         self.size.load(Ordering::Acquire)
+    }
+
+    /// Ends a read-only view at `size` bytes: a live file's torn or preallocated tail is not
+    /// part of it. A no-op on a writable file or beyond the current size.
+    pub fn limit_read_only_size(&self, size: u64) {
+        if !self.writable && size < self.size() {
+            self.size.store(size, Ordering::Release);
+        }
     }
 
     /// Length of the file on disk (larger than `size` while preallocated).
@@ -217,7 +225,7 @@ impl FileRecords {
                 size: size as u32,
                 magic,
                 base_offset: first,
-                last_offset: first + i64::from(be_i32(&h, 23)),
+                last_offset: first.wrapping_add(i64::from(be_i32(&h, 23))),
                 max_timestamp: be_i64(&h, 35),
                 records_count: be_i32(&h, 57),
             },

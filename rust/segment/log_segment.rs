@@ -16,6 +16,7 @@ use crate::index::lazy::LazyIndex;
 use crate::index::offset_index::OffsetIndex;
 use crate::index::time_index::{TimeIndex, TimestampOffset};
 use crate::log::file_names::{log_file, offset_index_file, time_index_file, with_suffix};
+use crate::record::records::BatchIter;
 use crate::util::clock::SharedClock;
 
 /// Bytes of one fetch from a segment: a position and length in the `.log` file, ending at a
@@ -188,43 +189,42 @@ impl LogSegment {
         Ok(last)
     }
 
-    /// Appends `records` (one or more complete batches whose offsets the caller has assigned).
-    /// Adds index entries every `index.interval.bytes` (Kafka's rule: the first append never
-    /// indexes). Mirrors `LogSegment.append`.
-    pub fn append(
-        &self,
-        largest_offset: i64,
-        largest_timestamp: i64,
-        offset_of_max_timestamp: i64,
-        records: &[u8],
-        record_count: u64,
-    ) -> Result<()> {
+    /// Appends `records`: one or more complete batches whose offsets the caller has assigned,
+    /// the last ending at `largest_offset`, holding `record_count` records. Mirrors Kafka 4.x's
+    /// `LogSegment.append`: for each batch the max timestamp is updated, and an index entry
+    /// (batch last offset, batch position) is added once more than `index.interval.bytes` have
+    /// gone by since the previous one (so the first batch of a segment is never indexed).
+    pub fn append(&self, largest_offset: i64, records: &[u8], record_count: u64) -> Result<()> {
         if records.is_empty() {
             return Ok(());
         }
         self.ensure_offset_in_range(largest_offset)?;
-        let position = self.log.size();
+        let start = self.log.size();
         self.log.append(records)?;
         let mut st = self.state.lock();
         let mut max = self.max_timestamp_locked(&mut st)?;
-        if largest_timestamp > max.timestamp {
-            max = TimestampOffset { timestamp: largest_timestamp, offset: offset_of_max_timestamp };
-            st.max_timestamp_so_far = Some(max);
+        let mut position = start;
+        for item in BatchIter::new(records) {
+            let (_, batch) = item?;
+            if batch.max_timestamp() > max.timestamp {
+                max = TimestampOffset { timestamp: batch.max_timestamp(), offset: batch.last_offset() };
+                st.max_timestamp_so_far = Some(max);
+            }
+            if st.bytes_since_last_index_entry > self.index_interval_bytes {
+                self.offset_index.get_mut()?.append(batch.last_offset(), position as u32)?;
+                self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, false)?;
+                st.bytes_since_last_index_entry = 0;
+            }
+            let size = batch.size_in_bytes() as u64;
+            position += size;
+            st.bytes_since_last_index_entry += size;
         }
-        if st.bytes_since_last_index_entry > self.index_interval_bytes {
-            self.offset_index.get_mut()?.append(largest_offset, position as u32)?;
-            self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, false)?;
-            st.bytes_since_last_index_entry = 0;
-        }
-        st.bytes_since_last_index_entry += records.len() as u64;
-        if position == 0 {
+        if start == 0 {
             st.record_count = Some(0);
+            st.rolling_based_timestamp = Some(first_batch_max_timestamp(records));
         }
         if let Some(c) = st.record_count.as_mut() {
             *c += record_count;
-        }
-        if position == 0 {
-            st.rolling_based_timestamp = Some(first_batch_max_timestamp(records));
         }
         Ok(())
     }
@@ -302,6 +302,18 @@ impl LogSegment {
             .in_file(&self.path(), 0));
         }
         Ok((next, end.position))
+    }
+
+    /// For the read-only view of a live log's active segment: ends the view at `end` (where the
+    /// last complete batch ends) and loads the max timestamp from the time index and the batches
+    /// after its last entry, since the writer appends the final time-index entry only at roll or
+    /// close (Kafka's `loadLargestTimestamp`). A no-op on a writable segment.
+    pub fn end_read_only_view_at(&self, end: u64) -> Result<()> {
+        if !self.read_only {
+            return Ok(());
+        }
+        self.log.limit_read_only_size(end);
+        self.reload_largest_timestamp()
     }
 
     /// The first record with timestamp >= `timestamp` and offset >= `starting_offset`
@@ -406,8 +418,11 @@ impl LogSegment {
             let max = ti.max_index_size();
             ti.resize(max)?;
         }
-        let Some(mapping) = mapping else { return Ok(0) };
-        let truncated = self.log.truncate_to(mapping.position)?;
+        // As in Kafka, an empty segment restarts its creation time even when nothing was cut.
+        let truncated = match mapping {
+            Some(mapping) => self.log.truncate_to(mapping.position)?,
+            None => 0,
+        };
         let mut st = self.state.lock();
         if self.log.size() == 0 {
             st.created_ms = self.clock.milliseconds();

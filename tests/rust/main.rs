@@ -1,1 +1,14 @@
-fn main() {}
+//! kafkalog's Rust integration tests, in one binary (each extra test binary costs a slow link).
+//!
+//! - `segment`: Kafka's `LogSegmentTest` against `LogSegment`;
+//! - `unified_log`: the `UnifiedLogTest` selection that applies without producer state;
+//! - `read_only` and `recovery`: opening a live or crashed partition directory;
+//! - `model`: a model-based property test of `UnifiedLog` against an in-memory log;
+//! - `fuzz`: `fuzz_*` targets for the batch decoder and log loading (`make fuzz` runs them long).
+
+mod common;
+mod fuzz;
+mod model;
+mod reopen;
+mod segment;
+mod unified_log;
