@@ -2,7 +2,7 @@
 import os
 from typing import Any, final
 
-__all__ = ["UnifiedLog", "decode_batches", "__version__"]
+__all__ = ["UnifiedLog", "OwnedBuffer", "decode_batches", "__version__"]
 
 __version__: str
 
@@ -62,3 +62,9 @@ class UnifiedLog:
     def topic_id(self) -> str | None: ...
     def assign_topic_id(self, topic_id: str) -> None: ...
     def close(self) -> None: ...
+
+@final
+class OwnedBuffer:
+    """Read-only bytes owned by the engine, exposed through the buffer protocol."""
+
+    def __len__(self) -> int: ...

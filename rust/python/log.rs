@@ -10,6 +10,7 @@ use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use super::arrow::{timestamp_type_id, BinaryColumn, KafkaColumns};
+use super::buffer::OwnedBuffer;
 use super::errors::{run, to_py_err};
 use crate::checkpoint::partition_metadata::TopicId;
 use crate::config::LogConfig;
@@ -200,7 +201,7 @@ impl PyUnifiedLog {
     ) -> PyResult<(Bound<'py, PyDict>, i64)> {
         let isolation = parse_isolation(isolation)?;
         let log = self.inner.clone();
-        let (cols, next) = run(py, move || {
+        let (mut cols, next) = run(py, move || {
             // Records below the log start offset (deleted, but still in their batch) never leak
             // out, whatever `start` the caller gave; `records()` and `read()` agree.
             let start = start.max(log.log_start_offset());
@@ -228,7 +229,7 @@ impl PyUnifiedLog {
             })?;
             Ok((cols, next))
         })?;
-        Ok((columns_dict(py, &cols)?, next))
+        Ok((columns_dict(py, &mut cols)?, next))
     }
 
     #[getter]
@@ -375,28 +376,28 @@ fn encode_batches(
     Ok(out)
 }
 
-fn binary_dict<'py>(py: Python<'py>, c: &BinaryColumn) -> PyResult<Bound<'py, PyDict>> {
+fn binary_dict<'py>(py: Python<'py>, c: &mut BinaryColumn) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("validity", PyBytes::new(py, &c.validity))?;
-    d.set_item("offsets", PyBytes::new(py, &c.offsets))?;
-    d.set_item("data", PyBytes::new(py, &c.data))?;
+    d.set_item("validity", OwnedBuffer::new(std::mem::take(&mut c.validity)))?;
+    d.set_item("offsets", OwnedBuffer::new(std::mem::take(&mut c.offsets)))?;
+    d.set_item("data", OwnedBuffer::new(std::mem::take(&mut c.data)))?;
     d.set_item("nulls", c.nulls)?;
     Ok(d)
 }
 
-fn columns_dict<'py>(py: Python<'py>, c: &KafkaColumns) -> PyResult<Bound<'py, PyDict>> {
+fn columns_dict<'py>(py: Python<'py>, c: &mut KafkaColumns) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("rows", c.rows)?;
-    d.set_item("key", binary_dict(py, &c.key)?)?;
-    d.set_item("value", binary_dict(py, &c.value)?)?;
-    d.set_item("topic", binary_dict(py, &c.topic)?)?;
-    d.set_item("partition", PyBytes::new(py, &c.partition))?;
-    d.set_item("offset", PyBytes::new(py, &c.offset))?;
-    d.set_item("timestamp", PyBytes::new(py, &c.timestamp_us))?;
-    d.set_item("timestamp_type", PyBytes::new(py, &c.timestamp_type))?;
-    d.set_item("header_offsets", PyBytes::new(py, &c.header_offsets))?;
+    d.set_item("key", binary_dict(py, &mut c.key)?)?;
+    d.set_item("value", binary_dict(py, &mut c.value)?)?;
+    d.set_item("topic", binary_dict(py, &mut c.topic)?)?;
+    d.set_item("partition", OwnedBuffer::new(std::mem::take(&mut c.partition)))?;
+    d.set_item("offset", OwnedBuffer::new(std::mem::take(&mut c.offset)))?;
+    d.set_item("timestamp", OwnedBuffer::new(std::mem::take(&mut c.timestamp_us)))?;
+    d.set_item("timestamp_type", OwnedBuffer::new(std::mem::take(&mut c.timestamp_type)))?;
+    d.set_item("header_offsets", OwnedBuffer::new(std::mem::take(&mut c.header_offsets)))?;
     d.set_item("header_count", c.header_key.len)?;
-    d.set_item("header_key", binary_dict(py, &c.header_key)?)?;
-    d.set_item("header_value", binary_dict(py, &c.header_value)?)?;
+    d.set_item("header_key", binary_dict(py, &mut c.header_key)?)?;
+    d.set_item("header_value", binary_dict(py, &mut c.header_value)?)?;
     Ok(d)
 }

@@ -2,6 +2,7 @@
 //! Glue only: the storage engine knows nothing of Python.
 
 mod arrow;
+mod buffer;
 mod errors;
 mod log;
 
@@ -60,6 +61,7 @@ fn decode_batches(
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<log::PyUnifiedLog>()?;
+    m.add_class::<buffer::OwnedBuffer>()?;
     m.add_function(wrap_pyfunction!(decode_batches, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

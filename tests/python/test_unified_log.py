@@ -910,3 +910,21 @@ def test_truncate_fully_and_start_at(log):
     with pytest.raises(OffsetOutOfRangeError):
         log.read(0)
 
+
+
+def test_arrow_columns_outlive_the_log_and_are_read_only(tmp_path):
+    """to_arrow hands the engine's buffers to Arrow without copying: the table must stay valid
+    after the log is closed and collected, and nobody may write through the buffers."""
+    import gc
+
+    records = sample_records(50)
+    with UnifiedLog.open(tmp_path / "zero-0") as lg:
+        lg.append(records)
+        table = lg.to_arrow()
+    del lg
+    gc.collect()
+    assert table.column("key").to_pylist() == [r.key for r in records]
+    assert table.column("value").to_pylist() == [r.value for r in records]
+    buf = table.column("value").chunk(0).buffers()[2]
+    with pytest.raises(TypeError):
+        memoryview(buf)[0] = 1
