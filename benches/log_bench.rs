@@ -1,8 +1,9 @@
 //! Criterion benchmarks of the log core, each beside a baseline measured in the same run:
 //!
 //! - append: producer batches (16 KiB of 100-byte or 1 KiB records, uncompressed and lz4)
-//!   appended as leader (validation, offset assignment, index maintenance, write into the page
-//!   cache) vs. the same bytes written to a plain file (the I/O ceiling);
+//!   appended as leader (record validation, offset assignment, index maintenance, write into
+//!   the page cache) and as raw batches with offsets assigned (follower path: CRC and framing
+//!   checks, indexes, write) vs. the same bytes written to a plain file (the I/O ceiling);
 //! - read: sequential scan of a log with CRC check and record decode vs. reading the same
 //!   files' bytes only;
 //! - lookup: offset lookups through the index plus forward scan, warm (hot index) and cold
@@ -83,6 +84,31 @@ fn bench_append(c: &mut Criterion) {
                         UnifiedLog::open(&dir.path().join("bench-0"), config(), LogOpenOptions::default()).unwrap();
                     for b in &mut batches {
                         log.append_as_leader(b, 0).unwrap();
+                    }
+                    black_box(log.log_end_offset());
+                    drop(log);
+                    dir
+                },
+                BatchSize::PerIteration,
+            );
+        });
+        // Raw batch append (a follower's path): offsets already assigned, CRC and framing
+        // checked, no per-record validation.
+        let mut follower_batches = batches.clone();
+        let mut next = 0i64;
+        for b in &mut follower_batches {
+            let mut m = kafkalog::record::batch::RecordBatchMut::new(b).unwrap();
+            m.set_base_offset(next);
+            next = m.view().next_offset();
+        }
+        group.bench_function(BenchmarkId::new("kafkalog_append_as_follower", &label), |bench| {
+            bench.iter_batched(
+                || tempfile::tempdir().unwrap(),
+                |dir| {
+                    let log =
+                        UnifiedLog::open(&dir.path().join("bench-0"), config(), LogOpenOptions::default()).unwrap();
+                    for b in &follower_batches {
+                        log.append_as_follower(b).unwrap();
                     }
                     black_box(log.log_end_offset());
                     drop(log);

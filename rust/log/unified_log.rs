@@ -100,6 +100,22 @@ struct Offsets {
     recovery_point: i64,
 }
 
+/// The bytes of an append: a leader's are validated and rewritten in place (offsets, leader
+/// epoch, timestamps), a follower's are written as they are.
+enum AppendInput<'a> {
+    Leader { records: &'a mut Vec<u8>, leader_epoch: i32 },
+    Follower(&'a [u8]),
+}
+
+impl AppendInput<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            AppendInput::Leader { records, .. } => records,
+            AppendInput::Follower(records) => records,
+        }
+    }
+}
+
 /// A partition's log. Mirrors Kafka's `UnifiedLog` (with `LocalLog` beneath it).
 #[derive(Debug)]
 pub struct UnifiedLog {
@@ -283,19 +299,23 @@ impl UnifiedLog {
     /// end, stamps `leader_epoch` and applies the topic's timestamp type and codec. `records` is
     /// rewritten in place (or replaced when recompressed).
     pub fn append_as_leader(&self, records: &mut Vec<u8>, leader_epoch: i32) -> Result<LogAppendInfo> {
-        self.append(records, AppendOrigin::Client, leader_epoch)
+        self.append(AppendInput::Leader { records, leader_epoch })
     }
 
     /// Appends batches copied from a leader: offsets are kept and must follow the log end.
+    /// The bytes are written as they are (no copy, no per-record validation).
     pub fn append_as_follower(&self, records: &[u8]) -> Result<LogAppendInfo> {
-        let mut owned = records.to_vec();
-        self.append(&mut owned, AppendOrigin::Replication, -1)
+        self.append(AppendInput::Follower(records))
     }
 
-    fn append(&self, records: &mut Vec<u8>, origin: AppendOrigin, leader_epoch: i32) -> Result<LogAppendInfo> {
+    fn append(&self, mut input: AppendInput<'_>) -> Result<LogAppendInfo> {
         self.check_writable()?;
         let config = self.config();
-        let shallow = analyze(records, &config, origin)?;
+        let origin = match input {
+            AppendInput::Leader { .. } => AppendOrigin::Client,
+            AppendInput::Follower(_) => AppendOrigin::Replication,
+        };
+        let shallow = analyze(input.bytes(), &config, origin)?;
         let _guard = self.write_lock.lock();
         self.check_open()?;
         let clock = self.local.clock().clone();
@@ -314,14 +334,14 @@ impl UnifiedLog {
                 valid_bytes: 0,
             });
         }
-        let (info, log_append_time) = match origin {
-            AppendOrigin::Client => {
-                let info = validate_and_assign_offsets(records, leo, now, leader_epoch, &config)?;
+        let (info, log_append_time) = match &mut input {
+            AppendInput::Leader { records, leader_epoch } => {
+                let info = validate_and_assign_offsets(records, leo, now, *leader_epoch, &config)?;
                 let lat =
                     if config.message_timestamp_type == crate::config::TimestampType::LogAppendTime { now } else { -1 };
                 (info, lat)
             }
-            AppendOrigin::Replication => {
+            AppendInput::Follower(_) => {
                 if shallow.first_offset < leo {
                     return Err(Error::invalid_offset(format!(
                         "unexpected append offset: the first offset {} of the append to {} is below the log end offset {leo}",
@@ -331,6 +351,7 @@ impl UnifiedLog {
                 (shallow, -1)
             }
         };
+        let records = input.bytes();
         self.append_batches(records, now, &config)?;
         let unflushed = self.unflushed_messages.fetch_add(info.record_count, Ordering::AcqRel) + info.record_count;
         let since_flush = now - self.last_flush_ms.load(Ordering::Acquire);

@@ -238,6 +238,15 @@ impl FileRecords {
                 max_timestamp: -1,
                 records_count: -1,
             },
+            2 => {
+                return Err(Error::corrupt(
+                    position + 8,
+                    format!(
+                        "v2 record batch of {size} bytes is shorter than the {RECORD_BATCH_OVERHEAD}-byte batch header"
+                    ),
+                )
+                .in_file(&self.path(), 0))
+            }
             m => {
                 return Err(Error::corrupt(position + MAGIC_OFFSET as u64, format!("unknown record batch magic {m}"))
                     .in_file(&self.path(), 0))
