@@ -42,6 +42,9 @@ pub enum Error {
     IllegalState { reason: String },
     /// The log has been closed (or was opened read-only and a write was attempted).
     LogClosed { path: PathBuf },
+    /// Another writer (in this or another process) has the partition directory open for
+    /// writing (Kafka's `LogDirLockedError` is the log-dir level equivalent).
+    LogDirLocked { path: PathBuf },
     /// A write on a log opened read-only.
     ReadOnly { path: PathBuf },
     /// `partition.metadata` names another topic id than the caller's (Kafka's
@@ -141,6 +144,11 @@ impl fmt::Display for Error {
             }
             Error::IllegalState { reason } => write!(f, "{reason}"),
             Error::LogClosed { path } => write!(f, "log {} is closed", path.display()),
+            Error::LogDirLocked { path } => write!(
+                f,
+                "{} is locked by another writer; open it with read_only=True to read it meanwhile",
+                path.display()
+            ),
             Error::ReadOnly { path } => {
                 write!(f, "log {} was opened read-only; writes are not allowed", path.display())
             }

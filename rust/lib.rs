@@ -6,13 +6,17 @@
 //!
 //! The layers mirror Kafka's storage module (see `ARCHITECTURE.md`):
 //! - [`record`]: varints, records, batches, codecs, legacy magic 0/1;
-//! - [`index`]: the offset and time indexes (the only `unsafe`: memory maps);
+//! - [`index`]: the offset and time indexes (memory-mapped in `index/mmap.rs`);
 //! - [`segment`]: the `.log` file, one segment, the ordered set of segments;
 //! - [`log`]: file names, `LocalLog`, `UnifiedLog`, validation of appends;
 //! - [`checkpoint`]: `partition.metadata` and the other small files;
 //! - [`config`]: `LogConfig` with Kafka's keys, defaults and ranges.
 //!
 //! The Python module (`kafkalog._native`) lives in `python/` behind the `python` feature.
+//!
+//! `unsafe` appears in three places only, each with a `SAFETY:` comment: the index memory maps
+//! (`index/mmap.rs`), the directory `flock` (`util/file.rs`), and the read-only buffer protocol
+//! that hands Arrow column bytes to Python without a copy (`python/buffer.rs`).
 
 #![warn(clippy::pedantic)]
 #![allow(

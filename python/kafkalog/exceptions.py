@@ -20,6 +20,7 @@ __all__ = [
     "IllegalStateError",
     "LogClosedError",
     "ReadOnlyLogError",
+    "LogDirLockedError",
     "InconsistentTopicIdError",
     "KafkaLogIOError",
 ]
@@ -71,6 +72,10 @@ class LogClosedError(KafkaLogError):
 
 class ReadOnlyLogError(KafkaLogError):
     """A write on a log opened with read_only=True."""
+
+
+class LogDirLockedError(KafkaLogError):
+    """Another writer holds the directory; read-only opens need no lock."""
 
 
 class InconsistentTopicIdError(KafkaLogError):

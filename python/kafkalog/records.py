@@ -31,7 +31,7 @@ class ConsumerRecord:
     offset: int
     timestamp: int
     timestamp_type: int
-    """0 = CreateTime, 1 = LogAppendTime (Kafka's TimestampType ids)."""
+    """0 = CreateTime, 1 = LogAppendTime, -1 = none (magic 0 records): Kafka's TimestampType ids."""
     key: bytes | None
     value: bytes | None
     headers: tuple[Header, ...] = ()

@@ -3,7 +3,8 @@
 //! Two forms, as in Kafka's `AbstractIndex` (which holds a `MappedByteBuffer`):
 //!
 //! * [`IndexStorage::Mapped`]: a read-write shared mapping of the whole file. Only the process
-//!   that owns the log (it holds the log directory's lock) maps an index read-write, and it never
+//!   that owns the log (a writable `UnifiedLog` holds an exclusive `flock` on its partition
+//!   directory, `util::file::DirLock`) maps an index read-write, and it never
 //!   shortens the file while the mapping is alive: [`IndexStorage::resize`] unmaps first.
 //! * [`IndexStorage::Snapshot`]: the file's bytes copied into memory with positional reads.
 //!   Read-only opens use it because the owning process may shorten the file at any time (it
@@ -213,7 +214,7 @@ fn map_whole_file(file: &File, path: &Path) -> Result<MmapMut> {
         .map_err(|_| Error::illegal_state(format!("index {} is too large to map ({len} bytes)", path.display())))?;
     // SAFETY: a file mapping is sound while no one changes the file's length or contents behind
     // the mapping's back. Index files live in a partition directory that this process owns
-    // exclusively (the log manager holds the directory lock), and only the one read-write index
+    // exclusively (a writable log holds an exclusive flock on it, `DirLock`), and only the one read-write index
     // object that owns this mapping writes or resizes the file: it writes through the mapping
     // itself, and `IndexStorage::resize` unmaps before `set_len`, so no mapped page ever lies
     // past the end of file. Readers in other processes use `Snapshot` storage, never a mapping.

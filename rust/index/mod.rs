@@ -4,7 +4,7 @@
 //! [`OffsetIndex`] mirrors `OffsetIndex.java`, [`TimeIndex`] mirrors `TimeIndex.java`, and the
 //! shared state in this file mirrors `AbstractIndex.java`. Both indexes are memory-mapped
 //! read-write when opened by the log's owner, and read into memory when opened read-only
-//! (`mmap.rs`, which holds the crate's only `unsafe` code). All integers on disk are big-endian.
+//! (`mmap.rs`, which holds this module's only `unsafe` code). All integers on disk are big-endian.
 //!
 //! Thread-safety: not thread-safe for mutation (`&mut self`); the owning `LogSegment`
 //! serialises access. Lookups take `&self` and may run concurrently with each other.

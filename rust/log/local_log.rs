@@ -108,7 +108,9 @@ impl LocalLog {
                 segment.delete_if_exists()?;
                 continue;
             }
-            let segment = LogSegment::open(dir, base, config, log.clock.clone(), "", false, read_only)?;
+            let mut segment = LogSegment::open(dir, base, config, log.clock.clone(), "", false, read_only)?;
+            // Kafka's LogSegment.open gives every segment, loaded or new, its own roll jitter.
+            segment.set_rolling_jitter_ms(random_jitter(config));
             let missing_index = !crate::log::file_names::offset_index_file(dir, base).exists();
             let recover = !read_only && (missing_index || recover_start.is_some_and(|start| base >= start));
             if recover {
@@ -126,7 +128,9 @@ impl LocalLog {
                 };
                 result.segments_recovered += 1;
                 result.bytes_truncated += truncated;
-                if truncated > 0 {
+                // Only the recovery of unflushed segments cuts the log short (Kafka's
+                // recoverLog); a segment rebuilt for a missing index keeps its successors.
+                if truncated > 0 && recover_start.is_some_and(|start| base >= start) {
                     truncated_at = Some(base);
                 }
             }
@@ -191,12 +195,33 @@ impl LocalLog {
             }
             active.on_become_inactive_segment()?;
         }
-        let mut segment =
-            LogSegment::open(&self.dir, new_offset, config, self.clock.clone(), "", config.preallocate, false)?;
-        segment.set_rolling_jitter_ms(random_jitter(config));
-        let segment = Arc::new(segment);
+        let segment = self.create_segment(new_offset, config)?;
         self.segments.add(segment.clone());
         Ok(segment)
+    }
+
+    /// Creates the files of a new, empty segment (not yet in the map).
+    fn create_segment(&self, base_offset: i64, config: &LogConfig) -> Result<Arc<LogSegment>> {
+        let mut segment =
+            LogSegment::open(&self.dir, base_offset, config, self.clock.clone(), "", config.preallocate, false)?;
+        segment.set_rolling_jitter_ms(random_jitter(config));
+        Ok(Arc::new(segment))
+    }
+
+    /// Replaces every segment with one empty segment at `new_offset` (Kafka's
+    /// `truncateFullyAndStartAt` / `createAndDeleteSegment`). The new segment enters the map
+    /// before the old ones leave it, so a concurrent reader always finds a segment; an old
+    /// segment at the same base is renamed `.deleted` first so the new files can take its name.
+    pub fn truncate_fully_and_start_at(&self, new_offset: i64, config: &LogConfig) -> Result<()> {
+        let (same_base, others): (Vec<_>, Vec<_>) =
+            self.segments.values().into_iter().partition(|s| s.base_offset() == new_offset);
+        for s in &same_base {
+            s.change_file_suffixes("", DELETED_FILE_SUFFIX)?;
+        }
+        let segment = self.create_segment(new_offset, config)?;
+        self.segments.add(segment);
+        self.remove_and_delete_segments(&others, config)?;
+        self.schedule_deletion(&same_base, config)
     }
 
     /// Removes `segments` from the map and schedules their files for deletion: they are renamed
@@ -206,11 +231,16 @@ impl LocalLog {
         for s in segments {
             self.segments.remove(s.base_offset());
         }
-        let due = self.clock.milliseconds().saturating_add(config.file_delete_delay_ms);
         for s in segments {
             s.change_file_suffixes("", DELETED_FILE_SUFFIX)?;
-            self.pending.lock().due.push((due, s.clone()));
         }
+        self.schedule_deletion(segments, config)
+    }
+
+    /// Queues segments already renamed `.deleted` for unlinking after `file.delete.delay.ms`.
+    fn schedule_deletion(&self, segments: &[Arc<LogSegment>], config: &LogConfig) -> Result<()> {
+        let due = self.clock.milliseconds().saturating_add(config.file_delete_delay_ms);
+        self.pending.lock().due.extend(segments.iter().map(|s| (due, s.clone())));
         self.delete_due_files(false)
     }
 

@@ -195,31 +195,36 @@ pub(crate) fn validate_and_assign_offsets(
         let codec = batch.compression_type()?;
         let mut max_ts = -1i64;
         let mut expected_delta = 0i64;
+        let mut deltas_in_order = true;
         let base = batch.base_offset();
+        let producer_set_log_append_time = batch.timestamp_type() == TimestampType::LogAppendTime;
         batch
             .for_each_record(&mut scratch, |r| {
-                if r.offset - base != expected_delta {
-                    return Err(Error::invalid_record(format!(
-                        "record {expected_delta} of the batch has offset delta {} (deltas must run 0, 1, 2, ...)",
-                        r.offset - base
-                    )));
-                }
+                deltas_in_order &= r.offset - base == expected_delta;
                 expected_delta += 1;
                 if config.compact() && r.key.is_none() {
                     return Err(Error::invalid_record(
                         "compacted topic cannot accept message without key (cleanup.policy contains compact)",
                     ));
                 }
-                // Records without a timestamp (-1) are exempt, as in Kafka's validateTimestamp.
+                // Kafka's validateTimestamp: records without a timestamp (-1) are exempt from the
+                // bounds, and a producer may not claim LogAppendTime.
                 if !log_append && r.timestamp != NO_TIMESTAMP {
                     check_timestamp(r.timestamp, r.offset - base + counter, now, config)?;
+                } else if producer_set_log_append_time {
+                    return Err(Error::invalid_record(
+                        "invalid timestamp type in batch: the producer should not set timestamp type to LogAppendTime",
+                    ));
                 }
                 max_ts = max_ts.max(r.timestamp);
                 Ok(())
             })
             .map_err(|e| e.with_position_offset(pos as u64))?;
         let batch_max = if log_append { now } else { max_ts };
-        let needs_rebuild = target_codec.is_some_and(|t| t != codec);
+        // Old clients get inner offsets of compressed batches wrong; Kafka rewrites such batches
+        // rather than rejecting them (uncompressed batches keep their deltas, as in Kafka).
+        let needs_rebuild =
+            target_codec.is_some_and(|t| t != codec) || (!deltas_in_order && codec != CompressionType::None);
         if needs_rebuild || rebuilt {
             if !rebuilt {
                 out.extend_from_slice(&records[..pos]);
@@ -344,11 +349,11 @@ fn rebuild_batch(
         delete_horizon_ms: None,
     });
     let mut headers: Vec<Header<'_>> = Vec::new();
-    let original_base = batch.base_offset();
+    // Offsets are assigned in order from `base_offset`, whatever deltas the producer wrote.
     batch.for_each_record(scratch, |r| {
         headers.clear();
         headers.extend(r.headers());
-        builder.append(base_offset + (r.offset - original_base), r.timestamp, r.key, r.value, &headers)
+        builder.append_next(r.timestamp, r.key, r.value, &headers)
     })?;
     builder.build_into(out, None, log_append_time)
 }

@@ -131,6 +131,8 @@ pub struct UnifiedLog {
     metadata_file: PartitionMetadataFile,
     topic_id: Mutex<Option<TopicId>>,
     load_result: LoadResult,
+    /// The writer's lock on the directory (none for read-only opens); released at close.
+    dir_lock: Mutex<Option<crate::util::file::DirLock>>,
 }
 
 impl UnifiedLog {
@@ -147,11 +149,10 @@ impl UnifiedLog {
         } else {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create log directory", e))?;
         }
-        let recover_from = match options.recovery_point {
-            Some(rp) => Some(rp),
-            None => Some(i64::MAX),
-        };
-        let (local, mut load) = LocalLog::load(dir, &config, options.clock.clone(), options.read_only, recover_from)?;
+        let dir_lock = if options.read_only { None } else { Some(crate::util::file::DirLock::try_lock(dir)?) };
+        let recover_from = options.recovery_point.unwrap_or(i64::MAX);
+        let (local, mut load) =
+            LocalLog::load(dir, &config, options.clock.clone(), options.read_only, Some(recover_from))?;
         let mut log_start = local.segments().first_segment().map_or(0, |s| s.base_offset());
         if let Some(checkpoint) = options.log_start_offset {
             log_start = log_start.max(checkpoint);
@@ -183,7 +184,12 @@ impl UnifiedLog {
             high_watermark: load.log_end_offset,
             log_end: load.log_end_offset,
             log_end_position: load.log_end_position,
-            recovery_point: load.log_end_offset,
+            // Kafka's LogLoader: what was recovered is not yet fsynced, so the recovery point
+            // stays where recovery started (the checkpoint, else the active segment's base).
+            recovery_point: options
+                .recovery_point
+                .unwrap_or_else(|| local.segments().last_segment().map_or(log_start, |s| s.base_offset()))
+                .clamp(log_start.min(load.log_end_offset), load.log_end_offset),
         };
         Ok(UnifiedLog {
             local,
@@ -198,6 +204,7 @@ impl UnifiedLog {
             metadata_file,
             topic_id: Mutex::new(topic_id),
             load_result: load,
+            dir_lock: Mutex::new(dir_lock),
         })
     }
 
@@ -352,6 +359,15 @@ impl UnifiedLog {
             }
         };
         let records = input.bytes();
+        // Kafka's UnifiedLog.append refuses a batch larger than a segment; checked for every
+        // batch before anything is written, so a refused append writes nothing.
+        let max_size = config.segment_size() as usize;
+        for item in BatchIter::new(records) {
+            let size = item?.1.size_in_bytes();
+            if size > max_size {
+                return Err(Error::RecordBatchTooLarge { size, max: max_size });
+            }
+        }
         self.append_batches(records, now, &config)?;
         let unflushed = self.unflushed_messages.fetch_add(info.record_count, Ordering::AcqRel) + info.record_count;
         let since_flush = now - self.last_flush_ms.load(Ordering::Acquire);
@@ -372,18 +388,16 @@ impl UnifiedLog {
         })
     }
 
-    /// Writes validated batches one at a time, as Kafka appends one batch per produce request:
-    /// each may roll the segment first. The offsets advance after every batch, so a failure
-    /// part way leaves the log consistent.
+    /// Writes validated batches one at a time. A Kafka producer sends one batch per partition
+    /// per request, and Kafka's leader refuses more; kafkalog accepts a run of batches,
+    /// validates them all first, then writes each as Kafka would write that batch alone (each
+    /// may roll the segment first), so the files match what a producer would have produced.
+    /// The offsets advance after every batch, so an I/O failure part way leaves the log
+    /// consistent.
     fn append_batches(&self, records: &[u8], now: i64, config: &LogConfig) -> Result<()> {
-        let max_size = config.segment_size() as usize;
         for item in BatchIter::new(records) {
             let (_, batch) = item?;
             let bytes = batch.bytes();
-            // Kafka's UnifiedLog.append: an append larger than a segment is refused.
-            if bytes.len() > max_size {
-                return Err(Error::RecordBatchTooLarge { size: bytes.len(), max: max_size });
-            }
             let count = match batch {
                 AnyBatch::V2(b) => b.records_count().max(0) as u64,
                 AnyBatch::Legacy(_) => {
@@ -461,16 +475,19 @@ impl UnifiedLog {
 
     /// Sets the high watermark (clamped to `[log start, log end]`); from then on it no longer
     /// follows the log end offset automatically.
-    pub fn set_high_watermark(&self, hw: i64) -> i64 {
+    pub fn set_high_watermark(&self, hw: i64) -> Result<i64> {
+        self.check_open()?;
         self.hw_follows_leo.store(false, Ordering::Release);
         let mut o = self.offsets.write();
         o.high_watermark = hw.clamp(o.log_start, o.log_end);
-        o.high_watermark
+        Ok(o.high_watermark)
     }
 
     /// Raises the log start offset to `offset` (Kafka's `deleteRecords` /
     /// `maybeIncrementLogStartOffset`); never past the high watermark. Segments wholly below it
-    /// are removed by retention. Returns the new log start offset.
+    /// will be removed by retention (a later issue); a standalone log keeps the new log start
+    /// offset only while open (LogManager persists it in `log-start-offset-checkpoint`).
+    /// Returns the new log start offset.
     pub fn delete_records(&self, offset: i64) -> Result<i64> {
         self.check_writable()?;
         let _guard = self.write_lock.lock();
@@ -556,7 +573,7 @@ impl UnifiedLog {
     }
 
     /// Visits every batch overlapping `[start_offset, end_offset)` in order, within the bound of
-    /// `isolation`, until `f` returns false. The bulk-read path behind `records()` and `to_arrow`.
+    /// `isolation`, until `f` returns false. The bulk-read path behind `to_arrow`.
     pub fn scan<F>(&self, start_offset: i64, end_offset: i64, isolation: FetchIsolation, mut f: F) -> Result<()>
     where
         F: FnMut(AnyBatch<'_>) -> Result<bool>,
@@ -663,9 +680,7 @@ impl UnifiedLog {
     }
 
     fn truncate_fully_locked(&self, new_offset: i64, config: &LogConfig) -> Result<()> {
-        let all = self.local.segments().values();
-        self.local.remove_and_delete_segments(&all, config)?;
-        self.local.roll(new_offset, config)?;
+        self.local.truncate_fully_and_start_at(new_offset, config)?;
         let mut o = self.offsets.write();
         *o = Offsets {
             log_start: new_offset,
@@ -753,10 +768,14 @@ impl UnifiedLog {
         if self.read_only() {
             return Ok(());
         }
-        self.flush_locked(self.log_end_offset())?;
-        for s in self.local.segments().values() {
-            s.close()?;
-        }
-        self.local.delete_due_files(false)
+        let result = self.flush_locked(self.log_end_offset()).and_then(|()| {
+            for s in self.local.segments().values() {
+                s.close()?;
+            }
+            self.local.delete_due_files(false)
+        });
+        // The next writer may open the directory even if the final flush failed.
+        self.dir_lock.lock().take();
+        result
     }
 }

@@ -25,6 +25,7 @@ pub fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
             Error::OffsetOverflow { .. } => ("OffsetOverflowError", PyTuple::new(py, [message.clone()])?),
             Error::InvalidConfig { .. } => ("InvalidConfigError", PyTuple::new(py, [message.clone()])?),
             Error::LogClosed { .. } => ("LogClosedError", PyTuple::new(py, [message.clone()])?),
+            Error::LogDirLocked { .. } => ("LogDirLockedError", PyTuple::new(py, [message.clone()])?),
             Error::ReadOnly { .. } => ("ReadOnlyLogError", PyTuple::new(py, [message.clone()])?),
             Error::InconsistentTopicId { .. } => ("InconsistentTopicIdError", PyTuple::new(py, [message.clone()])?),
             Error::Io { path, source, .. } => {

@@ -2,7 +2,6 @@
 //! that touches the disk releases the GIL through `errors::run`.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
@@ -69,8 +68,6 @@ struct InRecord {
 #[pyclass(frozen, name = "UnifiedLog", module = "kafkalog._native")]
 pub struct PyUnifiedLog {
     inner: Arc<UnifiedLog>,
-    /// Set by `close`, for the calls the engine does not check itself (`set_high_watermark`).
-    closed: AtomicBool,
 }
 
 #[pymethods]
@@ -84,7 +81,7 @@ impl PyUnifiedLog {
             .map_err(|e| to_py_err(py, e))?;
         let options = LogOpenOptions { read_only, clock: Arc::new(SystemClock), ..LogOpenOptions::default() };
         let log = run(py, || UnifiedLog::open(&path, config, options))?;
-        Ok(PyUnifiedLog { inner: Arc::new(log), closed: AtomicBool::new(false) })
+        Ok(PyUnifiedLog { inner: Arc::new(log) })
     }
 
     /// Builds batches of at most `batch_size` bytes from (key, value, headers, timestamp)
@@ -200,6 +197,8 @@ impl PyUnifiedLog {
         max_bytes: usize,
     ) -> PyResult<(Bound<'py, PyDict>, i64)> {
         let isolation = parse_isolation(isolation)?;
+        // Arrow's binary columns use int32 offsets: a chunk stops well before 2 GiB of data.
+        let max_bytes = max_bytes.min(1 << 30);
         let log = self.inner.clone();
         let (mut cols, next) = run(py, move || {
             // Records below the log start offset (deleted, but still in their batch) never leak
@@ -216,7 +215,9 @@ impl PyUnifiedLog {
                 }
                 let ts_type = timestamp_type_id(&batch);
                 if let crate::record::records::AnyBatch::V2(b) = batch {
-                    cols.reserve(b.records_count().max(0) as usize, b.size_in_bytes());
+                    // The count is untrusted until decoded: a record takes at least 7 bytes.
+                    let rows = (b.records_count().max(0) as usize).min(b.size_in_bytes() / 7);
+                    cols.reserve(rows, b.size_in_bytes());
                 }
                 batch.for_each_record(&mut scratch, |r| {
                     if r.offset >= start && r.offset < end {
@@ -310,10 +311,7 @@ impl PyUnifiedLog {
     }
 
     fn set_high_watermark(&self, py: Python<'_>, offset: i64) -> PyResult<i64> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(to_py_err(py, Error::LogClosed { path: self.inner.dir().to_path_buf() }));
-        }
-        Ok(self.inner.set_high_watermark(offset))
+        self.inner.set_high_watermark(offset).map_err(|e| to_py_err(py, e))
     }
 
     /// (timestamp, offset, leader_epoch) or None.
@@ -337,8 +335,6 @@ impl PyUnifiedLog {
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let log = self.inner.clone();
-        // The engine counts the log closed even when its final flush fails.
-        self.closed.store(true, Ordering::Release);
         run(py, move || log.close())
     }
 }

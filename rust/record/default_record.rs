@@ -178,10 +178,11 @@ pub(crate) fn decode_record<'a>(buf: &'a [u8], pos: &mut usize, ctx: &RecordCont
 /// Kafka's `DefaultRecordBatch.incrementSequence`: wraps past `i32::MAX` to 0.
 #[inline]
 pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
-    if sequence > i32::MAX - increment {
-        increment - (i32::MAX - sequence) - 1
+    // Java int arithmetic: corrupt input (a negative increment) wraps instead of panicking.
+    if sequence > i32::MAX.wrapping_sub(increment) {
+        increment.wrapping_sub(i32::MAX.wrapping_sub(sequence)).wrapping_sub(1)
     } else {
-        sequence + increment
+        sequence.wrapping_add(increment)
     }
 }
 
@@ -189,9 +190,9 @@ pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
 #[inline]
 pub fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
     if sequence < decrement {
-        i32::MAX - (decrement - sequence) + 1
+        i32::MAX.wrapping_sub(decrement.wrapping_sub(sequence)).wrapping_add(1)
     } else {
-        sequence - decrement
+        sequence.wrapping_sub(decrement)
     }
 }
 

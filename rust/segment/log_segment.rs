@@ -372,7 +372,14 @@ impl LogSegment {
             first_ts.get_or_insert(batch.max_timestamp());
             count += match batch {
                 crate::record::records::AnyBatch::V2(b) => b.records_count().max(0) as u64,
-                crate::record::records::AnyBatch::Legacy(_) => 1,
+                crate::record::records::AnyBatch::Legacy(_) => {
+                    let mut n = 0;
+                    batch.for_each_record(&mut Vec::new(), |_| {
+                        n += 1;
+                        Ok(())
+                    })?;
+                    n
+                }
             };
             valid += batch.size_in_bytes() as u64;
             Ok(true)
@@ -580,7 +587,9 @@ impl LogSegment {
         if self.read_only {
             return Ok(());
         }
-        if self.time_index.is_loaded() || self.size() > 0 {
+        // Only a segment whose max timestamp is known (it was appended to or read) gets the
+        // final entry; closing never maps the time index of an untouched segment.
+        if self.state.lock().max_timestamp_so_far.is_some() {
             let max = self.max_timestamp_so_far()?;
             self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, true)?;
         }

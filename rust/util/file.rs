@@ -44,3 +44,32 @@ pub fn delete_if_exists(path: &Path) -> Result<bool> {
         Err(e) => Err(Error::io(path, "delete", e)),
     }
 }
+
+/// An exclusive advisory lock (`flock`) on a directory, held until dropped. Writable logs take
+/// one on their partition directory so that a second writer, in this process or another, is
+/// refused instead of corrupting the files (and so no mapped index is resized under another
+/// writer's mapping). Nothing is written to the directory.
+#[derive(Debug)]
+pub struct DirLock {
+    _file: File,
+}
+
+impl DirLock {
+    /// Takes the lock without waiting; `Error::LogDirLocked` if someone else holds it.
+    pub fn try_lock(dir: &Path) -> Result<Self> {
+        use std::os::fd::AsRawFd;
+        let file = File::open(dir).map_err(|e| Error::io(dir, "open directory", e))?;
+        // SAFETY: flock is called on a file descriptor owned by `file`, which stays open for
+        // the lifetime of the returned guard; it touches no memory.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            let err = std::io::Error::last_os_error();
+            return Err(if err.kind() == std::io::ErrorKind::WouldBlock {
+                Error::LogDirLocked { path: dir.to_path_buf() }
+            } else {
+                Error::io(dir, "lock directory", err)
+            });
+        }
+        Ok(DirLock { _file: file })
+    }
+}

@@ -798,6 +798,10 @@ def test_reopen_keeps_everything(tmp_path):
     with UnifiedLog.open(path, config) as lg:
         assert rows(lg.records()) == written
         assert (lg.log_start_offset, lg.high_watermark, lg.log_end_offset) == (0, 36, 36)
+        # The active segment was recovered at open and is not yet fsynced again: the recovery
+        # point restarts at its base (Kafka's LogLoader), and the next flush moves it on.
+        assert lg.recovery_point == lg.segments[-1].base_offset
+        lg.flush()
         assert lg.recovery_point == 36
         assert [(s.base_offset, s.size, s.record_count, s.first_batch_timestamp, s.max_timestamp) for s in lg.segments] == segs
         assert lg.topic_id == "AQIDBAUGBwgJCgsMDQ4PEA"
@@ -928,3 +932,28 @@ def test_arrow_columns_outlive_the_log_and_are_read_only(tmp_path):
     buf = table.column("value").chunk(0).buffers()[2]
     with pytest.raises(TypeError):
         memoryview(buf)[0] = 1
+
+
+def test_second_writer_in_another_process_gets_log_dir_locked(tmp_path):
+    """A writable open locks the partition directory: another process cannot open it for
+    writing (LogDirLockedError), but may read it; the lock goes with close."""
+    path = tmp_path / "locked-0"
+    script = textwrap.dedent(
+        f"""
+        import kafkalog
+        from kafkalog.exceptions import LogDirLockedError
+        try:
+            kafkalog.UnifiedLog.open({str(path)!r})
+        except LogDirLockedError as e:
+            assert "locked" in str(e)
+            print("locked")
+        with kafkalog.UnifiedLog.open({str(path)!r}, read_only=True) as ro:
+            print(ro.log_end_offset)
+        """
+    )
+    with UnifiedLog.open(path) as lg:
+        lg.append(sample_records(3))
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+        assert out.split() == ["locked", "3"]
+    with UnifiedLog.open(path) as lg:
+        assert lg.log_end_offset == 3

@@ -38,19 +38,19 @@ fn high_watermark_maintenance() {
     assert_eq!(log.high_watermark(), 0);
     append_values(&log, T0, &["a", "b", "c"]);
     assert_eq!(log.high_watermark(), 3, "follows the log end until set");
-    assert_eq!(log.set_high_watermark(1), 1);
+    assert_eq!(log.set_high_watermark(1).unwrap(), 1);
     append_values(&log, T0, &["d"]);
     assert_eq!((log.high_watermark(), log.log_end_offset()), (1, 4), "no longer follows the log end");
-    assert_eq!(log.set_high_watermark(10), 4, "cannot pass the log end offset");
+    assert_eq!(log.set_high_watermark(10).unwrap(), 4, "cannot pass the log end offset");
     log.append_as_follower(&values_batch(4, T0, &["e", "f"])).unwrap();
-    assert_eq!(log.set_high_watermark(6), 6);
+    assert_eq!(log.set_high_watermark(6).unwrap(), 6);
     assert!(log.truncate_to(3).unwrap());
     assert_eq!(log.high_watermark(), 3, "truncation lowers the high watermark");
     append_values(&log, T0, &["g", "h", "i"]);
     assert_eq!((log.high_watermark(), log.log_end_offset(), log.log_start_offset()), (3, 6, 0));
     log.truncate_fully_and_start_at(4).unwrap();
     assert_eq!((log.high_watermark(), log.log_end_offset(), log.log_start_offset()), (4, 4, 4));
-    assert_eq!(log.set_high_watermark(0), 4, "cannot go below the log start offset");
+    assert_eq!(log.set_high_watermark(0).unwrap(), 4, "cannot go below the log start offset");
 }
 
 /// Kafka's `assertNonEmptyFetch`: the first batch holds `offset`, nothing passes `bound`.
@@ -92,7 +92,7 @@ fn fetch_up_to_high_watermark() {
     let log = fx.open(&config(&[]));
     two_batches(&log);
     for hw in [0, 3, 5] {
-        assert_eq!(log.set_high_watermark(hw), hw);
+        assert_eq!(log.set_high_watermark(hw).unwrap(), hw);
         for offset in log.log_start_offset()..hw {
             assert_non_empty_fetch(&log, offset, FetchIsolation::HighWatermark, hw);
         }
@@ -594,7 +594,7 @@ fn cannot_increment_log_start_offset_past_high_watermark() {
     for i in 0..100 {
         log.append_as_leader(&mut singleton(&format!("test{i}"), T0), 0).unwrap();
     }
-    log.set_high_watermark(25);
+    log.set_high_watermark(25).unwrap();
     assert!(matches!(log.delete_records(26), Err(Error::OffsetOutOfRange { offset: 26, .. })));
     assert_eq!(log.log_start_offset(), 0);
     assert_eq!(log.delete_records(25).unwrap(), 25);
@@ -722,7 +722,7 @@ fn offset_for_timestamp() {
     assert_eq!(find(ts(45)), Some((3, ts(90))));
     assert_eq!(find(ts(60)), Some((3, ts(90))));
     assert_eq!(find(ts(91)), None, "after every timestamp");
-    log.set_high_watermark(log.log_end_offset());
+    log.set_high_watermark(log.log_end_offset()).unwrap();
     log.delete_records(2).unwrap();
     assert_eq!(find(EARLIEST_TIMESTAMP), Some((2, -1)));
     assert_eq!(find(ts(10)), Some((2, ts(15))), "not below the log start offset");
@@ -759,4 +759,37 @@ fn operations_after_close_fail() {
     assert!(matches!(log.read(0, 100, FetchIsolation::LogEnd, true), Err(Error::LogClosed { .. })));
     let log = fx.open(&config(&[]));
     assert_eq!(read_all(&log, 0).len(), 1);
+}
+
+#[test]
+fn a_second_writer_is_refused_until_the_first_closes() {
+    // One writer per partition directory: a second writable open (same process here; another
+    // process gets the same flock answer) fails with LogDirLocked, a read-only open does not.
+    let fx = Fixture::new();
+    let log = fx.open(&config(&[]));
+    append_values(&log, T0, &["a"]);
+    let second = UnifiedLog::open(&fx.dir, config(&[]), fx.options());
+    assert!(matches!(second, Err(Error::LogDirLocked { .. })), "{second:?}");
+    let reader = fx.open_read_only(&config(&[]));
+    assert_eq!(reader.log_end_offset(), 1);
+    log.close().unwrap();
+    let reopened = fx.open(&config(&[]));
+    assert_eq!(reopened.log_end_offset(), 1);
+    drop(reopened);
+    // Dropping without close releases the lock too (a crashed writer's lock dies with it).
+    fx.open(&config(&[]));
+}
+
+#[test]
+fn a_batch_larger_than_a_segment_is_refused_before_anything_is_written() {
+    // Kafka checks every batch of an append against the segment size before writing; a run of
+    // batches whose last one is too large leaves the log untouched.
+    let fx = Fixture::new();
+    let log = fx.open(&config(&[("internal.segment.bytes", "1024"), ("max.message.bytes", "100000")]));
+    let mut run = values_batch(0, T0, &["small"]);
+    run.extend(values_batch(0, T0, &[&"x".repeat(2000)]));
+    let err = log.append_as_leader(&mut run, 0).unwrap_err();
+    assert!(matches!(err, Error::RecordBatchTooLarge { max: 1024, .. }), "{err}");
+    assert_eq!(log.log_end_offset(), 0);
+    assert_eq!(log.size_in_bytes(), 0);
 }
