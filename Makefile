@@ -39,6 +39,7 @@ test-rust:
 
 test-python: $(NATIVE_STAMP)
 	$(PY) -m mypy.stubtest kafkalog._native --allowlist tests/stubtest-allowlist.txt
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 test: $(NATIVE_STAMP) lint test-rust test-python

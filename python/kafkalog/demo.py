@@ -90,11 +90,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  read    {table.num_rows:,} records back as Arrow in {read_s:.2f} s ({table.num_rows / read_s:,.0f} records/s)")
     print(f"          {latest:,} distinct customer keys, {tombstones:,} tombstones")
     print(f"  segment {'base offset':>12} {'records':>8} {'bytes':>9}")
-    for s in segments[:3] + ([] if len(segments) <= 6 else [None]) + segments[-3:] if len(segments) > 6 else segments:
-        if s is None:
+    shown = segments if len(segments) <= 6 else segments[:3] + segments[-3:]
+    for i, s in enumerate(shown):
+        if len(segments) > 6 and i == 3:
             print("          ...")
-        else:
-            print(f"          {s.base_offset:>12,} {s.record_count:>8,} {s.size:>9,}")
+        print(f"          {s.base_offset:>12,} {s.record_count:>8,} {s.size:>9,}")
 
 
 if __name__ == "__main__":

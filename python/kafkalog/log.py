@@ -184,12 +184,19 @@ class UnifiedLog:
         (but at least one batch when ``min_one_message``), up to the high watermark
         (``read_uncommitted``) or the log end (``log_end``). Raises OffsetOutOfRangeError
         outside [log start, log end]."""
-        raw, rows = self._log.read(offset, max_bytes, isolation, min_one_message)
+        r = self._log.read(offset, max_bytes, isolation, min_one_message)
         topic, partition = self.topic, self.partition
         records = [
-            ConsumerRecord(topic, partition, o, ts, tt, k, v, tuple(h)) for (o, ts, tt, k, v, h) in rows
+            ConsumerRecord(topic, partition, o, ts, tt, k, v, tuple(h)) for (o, ts, tt, k, v, h, _) in r["records"]
         ]
-        return ReadResult(raw, records, self.high_watermark, self.log_start_offset, self.log_end_offset)
+        return ReadResult(
+            r["records_bytes"],
+            records,
+            r["high_watermark"],
+            r["log_start_offset"],
+            r["log_end_offset"],
+            r["next_offset"],
+        )
 
     def records(
         self, start: int | None = None, end: int | None = None, isolation: str = "read_uncommitted"
@@ -201,14 +208,11 @@ class UnifiedLog:
             result = self.read(offset, 1 << 20, isolation)
             if not result.records_bytes:
                 return
-            last = offset
             for r in result.records:
                 if r.offset >= stop:
                     return
-                last = r.offset
                 yield r
-            next_offset = _next_offset(result.records_bytes)
-            offset = max(next_offset, last + 1)
+            offset = result.next_offset
 
     def iter_arrow(
         self,
@@ -295,16 +299,3 @@ class UnifiedLog:
         """Base offset, size, record count, first-batch and max timestamps of each segment."""
         return [SegmentInfo(b, s, c, f, m, os.fspath(p)) for (b, s, c, f, m, p) in self._log.segments()]
 
-
-def _next_offset(raw: bytes) -> int:
-    """Offset after the last batch in ``raw`` (base offset + lastOffsetDelta + 1)."""
-    pos, last = 0, -1
-    while pos + 12 <= len(raw):
-        size = int.from_bytes(raw[pos + 8 : pos + 12], "big")
-        base = int.from_bytes(raw[pos : pos + 8], "big", signed=True)
-        if raw[pos + 16] >= 2:
-            last = base + int.from_bytes(raw[pos + 23 : pos + 27], "big", signed=True)
-        else:
-            last = base
-        pos += 12 + size
-    return last + 1

@@ -65,13 +65,16 @@ class SegmentInfo(NamedTuple):
 
 class ReadResult(NamedTuple):
     """The result of UnifiedLog.read: raw whole batches and the records decoded from them
-    (those at or after the requested offset; control records are left out)."""
+    (those at or after the requested offset; control records are left out), with the log's
+    offsets as the read saw them."""
 
     records_bytes: bytes
     records: list[ConsumerRecord]
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
+    next_offset: int
+    """The offset after the last batch returned (the offset to read next)."""
 
 
 class TimestampAndOffset(NamedTuple):

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict};
 
 use super::arrow::{timestamp_type_id, BinaryColumn, KafkaColumns};
 use super::buffer::OwnedBuffer;
+use super::decode;
 use super::errors::{run, to_py_err};
 use crate::checkpoint::partition_metadata::TopicId;
 use crate::config::LogConfig;
@@ -18,7 +19,6 @@ use crate::log::log_validator::LogAppendInfo;
 use crate::log::unified_log::{FetchIsolation, LogOpenOptions, UnifiedLog};
 use crate::record::builder::{BatchBuilder, BatchHeader};
 use crate::record::compression::CompressionType;
-use crate::record::records::BatchIter;
 use crate::util::clock::SystemClock;
 
 fn parse_isolation(isolation: &str) -> PyResult<FetchIsolation> {
@@ -135,9 +135,10 @@ impl PyUnifiedLog {
         append_info_dict(py, &info)
     }
 
-    /// Kafka-style read: raw bytes of whole batches plus the decoded records as tuples
-    /// (offset, timestamp, timestamp_type, key, value, headers).
-    #[allow(clippy::type_complexity)]
+    /// Kafka-style read: a dict with the raw bytes of whole batches (`records_bytes`), the
+    /// decoded data records at or after `offset` as (offset, timestamp, timestamp_type, key,
+    /// value, headers, is_control) tuples (`records`), the offset after the last batch
+    /// (`next_offset`), and the log's offsets when the read ran. Decoding runs off the GIL.
     fn read<'py>(
         &self,
         py: Python<'py>,
@@ -145,45 +146,22 @@ impl PyUnifiedLog {
         max_bytes: u64,
         isolation: &str,
         min_one_message: bool,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
+    ) -> PyResult<Bound<'py, PyDict>> {
         let isolation = parse_isolation(isolation)?;
         let log = self.inner.clone();
-        let info = run(py, move || log.read(offset, max_bytes, isolation, min_one_message))?;
-        let list = PyList::empty(py);
-        let mut scratch = Vec::new();
-        for item in BatchIter::new(&info.records) {
-            let (_, batch) = item.map_err(|e| to_py_err(py, e))?;
-            let ts_type = timestamp_type_id(&batch);
-            let control = batch.is_control();
-            let mut err = None;
-            batch
-                .for_each_record(&mut scratch, |r| {
-                    if control || r.offset < offset {
-                        return Ok(());
-                    }
-                    let headers: Vec<(String, Option<Bound<'py, PyBytes>>)> = r
-                        .headers()
-                        .map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), v.map(|v| PyBytes::new(py, v))))
-                        .collect();
-                    let tuple = (
-                        r.offset,
-                        r.timestamp,
-                        ts_type,
-                        r.key.map(|k| PyBytes::new(py, k)),
-                        r.value.map(|v| PyBytes::new(py, v)),
-                        headers,
-                    );
-                    if let Err(e) = list.append(tuple) {
-                        err = Some(e);
-                    }
-                    Ok(())
-                })
-                .map_err(|e| to_py_err(py, e))?;
-            if let Some(e) = err {
-                return Err(e);
-            }
-        }
-        Ok((PyBytes::new(py, &info.records), list))
+        let (info, decoded) = run(py, move || {
+            let info = log.read(offset, max_bytes, isolation, min_one_message)?;
+            let decoded = decode::decode(&info.records, false, offset, false)?;
+            Ok((info, decoded))
+        })?;
+        let d = PyDict::new(py);
+        d.set_item("records_bytes", PyBytes::new(py, &info.records))?;
+        d.set_item("records", decoded.records)?;
+        d.set_item("next_offset", decoded.next_offset.unwrap_or(offset))?;
+        d.set_item("high_watermark", info.high_watermark)?;
+        d.set_item("log_start_offset", info.log_start_offset)?;
+        d.set_item("log_end_offset", info.log_end_offset)?;
+        Ok(d)
     }
 
     /// Decodes `[start, end)` into Arrow-layout column buffers, stopping after about
