@@ -181,8 +181,9 @@ pub struct LogConfig {
     /// `segment.bytes`: int, default 1 GiB, `>= 1048576`. Kafka 4.0 allowed `>= 14`, and 4.1
     /// raised the minimum to 1 MiB (KIP-1030).
     pub segment_bytes: i32,
-    /// `internal.segment.bytes`: internal int, no default and no range (Kafka 4.1+, "for testing
-    /// only"). When set, it replaces `segment.bytes` (see [`LogConfig::segment_size`]).
+    /// `internal.segment.bytes`: internal int, no default (Kafka 4.1+, "for testing only"; Kafka
+    /// sets no range, kafkalog requires `>= 14`). When set, it replaces `segment.bytes` (see
+    /// [`LogConfig::segment_size`]).
     pub internal_segment_bytes: Option<i32>,
     /// `segment.ms`: long, default 7 days, `>= 1`.
     pub segment_ms: i64,
@@ -336,6 +337,12 @@ impl LogConfig {
     /// # Errors
     /// `InvalidConfig` naming the offending key, its value and the rule.
     pub fn validate(&self) -> Result<()> {
+        // Every value re-passes its key's range check, so a LogConfig built field by field in
+        // Rust is held to the same rules as one parsed from strings.
+        let mut scratch = LogConfig::default();
+        for (key, value) in self.to_props() {
+            scratch.set(key, &value)?;
+        }
         let (min_lag, max_lag) = (self.min_compaction_lag_ms, self.max_compaction_lag_ms);
         if min_lag > max_lag {
             let rule = format!("must be <= max.compaction.lag.ms ({max_lag})");
@@ -608,8 +615,10 @@ fn parse_long(key: &str, raw: &str, range: Range) -> Result<i64> {
     parse_number(key, raw, range, "must be a long")
 }
 
+/// Kafka gives `internal.segment.bytes` no range; kafkalog requires room for one batch header
+/// (Kafka's pre-4.1 `segment.bytes` minimum of 14), so no size computation can go negative.
 fn parse_internal_int(key: &str, raw: &str) -> Result<Option<i32>> {
-    parse_int(key, raw, Range::Any).map(Some)
+    parse_int(key, raw, Range::AtLeast(14)).map(Some)
 }
 
 fn parse_bool(key: &str, raw: &str) -> Result<bool> {
@@ -738,7 +747,8 @@ mod tests {
         ("local.retention.bytes", "-2", "-3", "must be >= -2"),
         ("min.insync.replicas", "1", "0", "must be >= 1"),
         ("segment.bytes", "2147483647", "2147483648", "must be an integer (int32)"),
-        ("internal.segment.bytes", "-2147483648", "-2147483649", "must be an integer (int32)"),
+        ("internal.segment.bytes", "14", "13", "must be >= 14"),
+        ("internal.segment.bytes", "2147483647", "2147483648", "must be an integer (int32)"),
         ("retention.bytes", "-9223372036854775808", "-9223372036854775809", "must be a long"),
         ("segment.ms", "9223372036854775807", "9223372036854775808", "must be a long"),
     ];
