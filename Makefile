@@ -11,7 +11,7 @@ RUST_SOURCES := $(shell find rust -name '*.rs') Cargo.toml Cargo.lock pyproject.
 
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test test-rust test-python lint fmt bench bench-python fuzz clean
+.PHONY: demo test test-rust test-python test-interop lint fmt bench bench-python fuzz clean
 
 $(STAMP): pyproject.toml requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,12 @@ test-python: $(NATIVE_STAMP)
 	$(PY) -m mypy
 	$(PY) -m pytest -q
 
-test: $(NATIVE_STAMP) lint test-rust test-python
+test: $(NATIVE_STAMP) lint test-rust test-python test-interop
+
+# Real Apache Kafka against kafkalog, both directions (needs Java 17+ and Maven; the Kafka jars
+# come from Maven Central into tests/interop/.cache on first run). Not part of `make test` yet.
+test-interop: $(NATIVE_STAMP)
+	$(PY) -m pytest -q tests/interop
 
 fmt:
 	cargo fmt

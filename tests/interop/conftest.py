@@ -1,0 +1,103 @@
+"""Fixtures for the interop suite: real Apache Kafka (jars from Maven Central, see pom.xml and
+fetch-deps.sh) against kafkalog, in both directions.
+
+- ``kafka_jars`` (session): the resolved jar folder and the compiled java/ helpers.
+- ``kafka_broker``: a factory; ``kafka_broker()`` formats and starts a single-node KRaft
+  broker on free 127.0.0.1 ports in a fresh temp dir. Teardown always kills a broker the test
+  left running, even when the test failed.
+- ``dump_log_segments``: runs org.apache.kafka.tools.DumpLogSegments on files.
+
+Every test here gets the ``interop`` marker. ``make test`` runs them; ``make test-interop``
+runs only them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import kafka  # noqa: F401  (its import-time deprecation noise, once, quietly)
+
+from kafka_harness import (
+    DumpResult,
+    KafkaBroker,
+    KafkaJars,
+    compile_helpers,
+    dump_log_segments as _dump_log_segments,
+    fetch_jars,
+    kafka_version,
+)
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.fspath)).resolve().is_relative_to(HERE):
+            item.add_marker(pytest.mark.interop)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lib = HERE / ".cache" / "lib"
+    jars = sorted(lib.glob("kafka_2.13-*.jar")) if lib.is_dir() else []
+    return [f"interop: Kafka jars {jars[0].name if jars else '(not fetched yet)'}"]
+
+
+@pytest.fixture(scope="session")
+def kafka_jars() -> KafkaJars:
+    for tool in ("java", "javac", "mvn"):
+        if shutil.which(tool) is None:
+            # The machine ships Java and Maven; without them the suite cannot prove anything,
+            # and a skip would read as a pass.
+            pytest.fail(f"interop tests need {tool} on PATH (OpenJDK 17 and Maven)")
+    lib = fetch_jars()
+    return KafkaJars(lib=lib, classes=compile_helpers(lib), version=kafka_version(lib))
+
+
+@pytest.fixture
+def kafka_broker(
+    kafka_jars: KafkaJars, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., KafkaBroker]]:
+    """``kafka_broker(**broker_overrides)`` -> a started KafkaBroker. Overrides are
+    server.properties entries, e.g. ``{"log.cleaner.backoff.ms": "100"}``."""
+    brokers: list[KafkaBroker] = []
+
+    def start(overrides: dict[str, str] | None = None) -> KafkaBroker:
+        work = tmp_path_factory.mktemp("kafka-broker")
+        broker = KafkaBroker(kafka_jars, work, overrides)
+        brokers.append(broker)
+        broker.start()
+        return broker
+
+    try:
+        yield start
+    finally:
+        failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+        for broker in brokers:
+            if broker.running:
+                broker.kill()
+            if failed:
+                print(f"\n[broker {broker.bootstrap} in {broker.work_dir}]\n{broker.log_tail(20)}")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    rep = yield
+    setattr(item, f"rep_{rep.when}", rep)
+    return rep
+
+
+@pytest.fixture
+def dump_log_segments(kafka_jars: KafkaJars) -> Callable[..., DumpResult]:
+    """``dump_log_segments(files, *options)`` -> DumpResult (stdout, stderr, problems())."""
+
+    def run(files, *options: str) -> DumpResult:
+        return _dump_log_segments(kafka_jars, files, *options)
+
+    return run
