@@ -2,7 +2,17 @@
 import os
 from typing import Any, final
 
-__all__ = ["UnifiedLog", "OwnedBuffer", "decode_batches", "__version__"]
+__all__ = [
+    "UnifiedLog",
+    "OwnedBuffer",
+    "decode_batches",
+    "read_offset_checkpoint",
+    "write_offset_checkpoint",
+    "read_leader_epoch_checkpoint",
+    "read_clean_shutdown",
+    "read_properties",
+    "__version__",
+]
 
 __version__: str
 
@@ -66,3 +76,9 @@ class OwnedBuffer:
     """Read-only bytes owned by the engine, exposed through the buffer protocol."""
 
     def __len__(self) -> int: ...
+
+def read_offset_checkpoint(path: str | os.PathLike[str]) -> list[tuple[str, int, int]]: ...
+def write_offset_checkpoint(path: str | os.PathLike[str], entries: list[tuple[str, int, int]]) -> None: ...
+def read_leader_epoch_checkpoint(path: str | os.PathLike[str]) -> list[tuple[int, int]]: ...
+def read_clean_shutdown(path: str | os.PathLike[str]) -> int: ...
+def read_properties(path: str | os.PathLike[str]) -> dict[str, str]: ...

@@ -3,6 +3,7 @@
 
 mod arrow;
 mod buffer;
+mod checkpoints;
 mod decode;
 mod errors;
 mod log;
@@ -22,6 +23,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<log::PyUnifiedLog>()?;
     m.add_class::<buffer::OwnedBuffer>()?;
     m.add_function(wrap_pyfunction!(decode_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(checkpoints::read_offset_checkpoint, m)?)?;
+    m.add_function(wrap_pyfunction!(checkpoints::write_offset_checkpoint, m)?)?;
+    m.add_function(wrap_pyfunction!(checkpoints::read_leader_epoch_checkpoint, m)?)?;
+    m.add_function(wrap_pyfunction!(checkpoints::read_clean_shutdown, m)?)?;
+    m.add_function(wrap_pyfunction!(checkpoints::read_properties, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,46 @@
+//! Python functions over the checkpoint files (`kafkalog.checkpoints` wraps them). Each call
+//! releases the GIL for its file I/O.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+
+use super::errors::run;
+use crate::checkpoint::checkpoint_file::{self, EpochEntry};
+use crate::checkpoint::log_dir_files;
+use crate::log::file_names::TopicPartition;
+
+/// `(topic, partition, offset)` entries of an offset checkpoint file.
+#[pyfunction]
+pub fn read_offset_checkpoint(py: Python<'_>, path: PathBuf) -> PyResult<Vec<(String, i32, i64)>> {
+    let entries = run(py, move || checkpoint_file::read_offset_checkpoint(&path))?;
+    Ok(entries.into_iter().map(|(tp, o)| (tp.topic, tp.partition, o)).collect())
+}
+
+/// Writes an offset checkpoint file atomically.
+#[pyfunction]
+pub fn write_offset_checkpoint(py: Python<'_>, path: PathBuf, entries: Vec<(String, i32, i64)>) -> PyResult<()> {
+    let entries: Vec<(TopicPartition, i64)> =
+        entries.into_iter().map(|(t, p, o)| (TopicPartition::new(t, p), o)).collect();
+    run(py, move || checkpoint_file::write_offset_checkpoint(&path, &entries))
+}
+
+/// `(epoch, start_offset)` entries of a `leader-epoch-checkpoint`.
+#[pyfunction]
+pub fn read_leader_epoch_checkpoint(py: Python<'_>, path: PathBuf) -> PyResult<Vec<(i32, i64)>> {
+    let entries = run(py, move || checkpoint_file::read_leader_epoch_checkpoint(&path))?;
+    Ok(entries.into_iter().map(|EpochEntry { epoch, start_offset }| (epoch, start_offset)).collect())
+}
+
+/// The broker epoch in a `.kafka_cleanshutdown` file.
+#[pyfunction]
+pub fn read_clean_shutdown(py: Python<'_>, path: PathBuf) -> PyResult<i64> {
+    run(py, move || log_dir_files::read_clean_shutdown(&path))
+}
+
+/// The key/value pairs of a Java properties file such as `meta.properties`.
+#[pyfunction]
+pub fn read_properties(py: Python<'_>, path: PathBuf) -> PyResult<BTreeMap<String, String>> {
+    run(py, move || log_dir_files::read_properties(&path))
+}
