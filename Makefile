@@ -11,7 +11,7 @@ RUST_SOURCES := $(shell find rust -name '*.rs') Cargo.toml Cargo.lock pyproject.
 
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test test-rust test-python test-interop lint fmt bench bench-python fuzz clean
+.PHONY: demo test test-rust test-python test-interop lint fmt bench bench-python bench-kafka fuzz clean
 
 $(STAMP): pyproject.toml requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,12 @@ bench: $(NATIVE_STAMP)
 
 bench-python: $(NATIVE_STAMP)
 	$(PY) benches/bench_python.py
+
+# kafkalog beside Apache Kafka's own storage classes (UnifiedLog, LogSegment, FileRecords) on the
+# same workload files, one machine, one run (needs Java 17+ and Maven like test-interop; the jars
+# come from Maven Central into tests/interop/.cache on first run). Not part of `make test`.
+bench-kafka: $(NATIVE_STAMP)
+	$(PY) benches/bench_kafka.py
 
 fuzz:
 	PROPTEST_CASES=200000 cargo test --release --quiet fuzz_

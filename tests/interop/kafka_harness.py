@@ -13,7 +13,9 @@ import os
 import re
 import signal
 import socket
+import shutil
 import subprocess
+import tempfile
 import time
 import uuid
 import warnings
@@ -65,13 +67,13 @@ def compile_helpers(lib: Path) -> Path:
     for jar in sorted(lib.glob("*.jar")):
         digest.update(jar.name.encode())
     want = digest.hexdigest()
-    classes = CACHE / "classes"
-    stamp = CACHE / "classes.stamp"
-    if stamp.exists() and stamp.read_text() == want and classes.is_dir():
+    # Content-addressed: one directory per (sources, jars) digest, built in a private temp dir
+    # and renamed into place, so concurrent sessions never delete each other's classes.
+    classes = CACHE / f"classes-{want[:16]}"
+    if classes.is_dir():
         return classes
-    tmp = CACHE / "classes.tmp"
-    subprocess.run(["rm", "-rf", str(tmp), str(classes)], check=True)
-    tmp.mkdir(parents=True)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="classes-", dir=CACHE))
     proc = subprocess.run(
         ["javac", "-nowarn", "-d", str(tmp), "-cp", f"{lib}/*", *map(str, sources)],
         capture_output=True,
@@ -80,9 +82,13 @@ def compile_helpers(lib: Path) -> Path:
         check=False,
     )
     if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise HarnessError(f"javac failed:\n{proc.stdout}\n{proc.stderr}")
-    tmp.rename(classes)
-    stamp.write_text(want)
+    try:
+        tmp.rename(classes)
+    except OSError:
+        # Another session finished the same build first; its classes are identical.
+        shutil.rmtree(tmp, ignore_errors=True)
     return classes
 
 

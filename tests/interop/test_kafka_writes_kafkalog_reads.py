@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pytest
 
 import kafkalog
+from kafkalog import checkpoints
 from kafka_harness import KafkaBroker, consume_all, create_topic, index_mismatches, produce
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -130,12 +131,24 @@ def assert_broker_dir_layout(broker: KafkaBroker, topic: str) -> None:
     part = broker.partition_dir(topic)
     for name in ("partition.metadata", "leader-epoch-checkpoint"):
         assert (part / name).is_file(), f"{name} missing from {part}"
-    meta = dict(line.split("=", 1) for line in (d / "meta.properties").read_text().splitlines() if "=" in line)
+    # kafkalog parses every one of them in Kafka's formats.
+    meta = checkpoints.read_meta_properties(d / "meta.properties")
     assert meta["cluster.id"] == broker.cluster_id
     assert meta["node.id"] == "1"
+    assert meta["version"] == "1", "a KRaft broker writes meta.properties version 1"
+    assert isinstance(checkpoints.read_clean_shutdown(d / ".kafka_cleanshutdown"), int)
+    recovery = checkpoints.read_offset_checkpoint(d / "recovery-point-offset-checkpoint")
+    replication = checkpoints.read_offset_checkpoint(d / "replication-offset-checkpoint")
+    checkpoints.read_offset_checkpoint(d / "log-start-offset-checkpoint")
+    checkpoints.read_offset_checkpoint(d / "cleaner-offset-checkpoint")
+    epochs = checkpoints.read_leader_epoch_checkpoint(part / "leader-epoch-checkpoint")
+    assert epochs and epochs[0][1] == 0, f"leader epochs {epochs}: the first starts at offset 0"
     with kafkalog.UnifiedLog.open(part, KAFKALOG_CONFIG, read_only=True) as log:
         topic_id = (part / "partition.metadata").read_text().split("topic_id:")[1].strip()
         assert log.topic_id == topic_id, "kafkalog's topic_id differs from partition.metadata"
+        # A clean shutdown flushed everything: recovery point and high watermark = log end.
+        assert recovery[(topic, 0)] == log.log_end_offset
+        assert replication[(topic, 0)] == log.log_end_offset
 
 
 def run_round_trip(kafka_broker, codec: str, topic_config: dict[str, str], seed: int, n: int = 1200, **producer_config):

@@ -1,0 +1,207 @@
+"""kafkalog beside Apache Kafka's own storage code, timed on the same workload files, on one
+machine, in one run (``make bench-kafka``).
+
+For each workload (producer batches of about 16 KiB holding 100-byte or 1 KiB records,
+uncompressed or lz4, 32 MiB in all by default):
+
+1. ``examples/bench_workload.rs write`` builds the batches (the generator of
+   benches/log_bench.rs) into ``<scratch>/<workload>/producer.batches``;
+2. ``examples/bench_workload.rs run`` (release build) times kafkalog on them;
+3. ``tests/interop/java/KafkaStorageBench.java`` (compiled against the Kafka 4.x jars that the
+   interop tests resolve from Maven Central) times Kafka on the same file, in one JVM with
+   warm-up repetitions first.
+
+The two programs alternate which runs first from one workload to the next. Both print one
+line per measurement (``<impl> <op> <workload> key=value...``), echoed here as they come; a
+table follows with best and median throughput of each and the kafkalog/Kafka ratio (above 1:
+kafkalog is faster). Finally the ``.log``/``.index``/``.timeindex`` files each side wrote as
+leader (the input of ``scan``) are compared byte for byte.
+
+What each op times, on each side (only the appends or the scan; opening, closing with its
+fsyncs and removing the log are outside the clock):
+
+- ``append_leader``: ``UnifiedLog.append_as_leader`` / Kafka ``UnifiedLog.appendAsLeader``
+  (origin CLIENT, thread-confined RequestLocal as a request handler thread has), once per
+  producer batch: CRC check, LogValidator record validation and offset assignment, roll check,
+  indexes, write into the page cache. Kafka's layer also keeps producer state and the leader
+  epoch cache (one leader-epoch-checkpoint write per log); kafkalog has neither.
+- ``append_follower``: ``append_as_follower`` / ``appendAsFollower(batch, 0)`` of the same
+  batches with offsets and partition leader epoch 0 already set (as a leader wrote them).
+- ``append_segment``: ``LogSegment::append`` / ``LogSegment.append(lastOffset, records)`` of
+  those batches on a bare segment: the raw segment layer (indexes and file write) only.
+- ``scan``: kafkalog ``UnifiedLog::scan`` with ``ensure_valid`` and every record decoded vs.
+  Kafka ``FileRecords`` over the segment file: ``batches()``, ``ensureValid()``,
+  ``streamingIterator`` (decompressing as Kafka's consumer does), ``key()``/``value()`` read.
+
+Needs cargo, java/javac 17+ and Maven (the jars are fetched once into tests/interop/.cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "interop"))
+
+from kafka_harness import compile_helpers, fetch_jars, kafka_version  # noqa: E402
+
+WORKLOADS = [(100, "none"), (1024, "none"), (100, "lz4"), (1024, "lz4")]
+OPS = ["append_leader", "append_follower", "append_segment", "scan"]
+# What kafka-server-start.sh gives a broker (KAFKA_HEAP_OPTS, KAFKA_JVM_PERFORMANCE_OPTS); log4j
+# kept to warnings (its default appender writes to stdout, whose other lines are ignored).
+JVM_OPTS = [
+    "-Xms1g",
+    "-Xmx1g",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+    "-Dlog4j2.level=WARN",
+]
+LINE = re.compile(r"^(kafkalog|kafka) (\S+) (\S+) (.*)$")
+
+
+def run(cmd: list[str], timeout: float = 600) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def results(stdout: str) -> list[tuple[str, str, str, dict[str, float]]]:
+    """(impl, op, workload, fields) of each measurement line; echoes them."""
+    out = []
+    for line in stdout.splitlines():
+        m = LINE.match(line)
+        if not m:
+            continue
+        print(line, flush=True)
+        fields = {k: float(v) for k, v in (kv.split("=", 1) for kv in m[4].split())}
+        out.append((m[1], m[2], m[3], fields))
+    return out
+
+
+def build_example() -> Path:
+    run(["cargo", "build", "--release", "--quiet", "--example", "bench_workload"], timeout=900)
+    meta = json.loads(run(["cargo", "metadata", "--format-version", "1", "--no-deps"]))
+    exe = Path(meta["target_directory"]) / "release" / "examples" / "bench_workload"
+    if not exe.exists():
+        raise SystemExit(f"{exe} missing after cargo build")
+    return exe
+
+
+def compare_logs(a: Path, b: Path) -> str:
+    names = sorted(p.name for p in a.iterdir() if p.suffix in (".log", ".index", ".timeindex"))
+    other = sorted(p.name for p in b.iterdir() if p.suffix in (".log", ".index", ".timeindex"))
+    if names != other:
+        return f"DIFFERENT file sets: kafkalog {names}, Kafka {other}"
+    differing = [n for n in names if (a / n).read_bytes() != (b / n).read_bytes()]
+    if differing:
+        return f"DIFFERENT bytes in {differing}"
+    return f"identical ({len(names)} files)"
+
+
+def fmt_ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "-"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", default=",".join(f"{s}B/{c}" for s, c in WORKLOADS),
+                    help="comma-separated <record size>B/<codec> (default: %(default)s)")
+    ap.add_argument("--ops", default=",".join(OPS), help="comma-separated (default: %(default)s)")
+    ap.add_argument("--total-mib", type=int, default=32, help="batch bytes per workload (default: %(default)s)")
+    ap.add_argument("--reps", type=int, default=7, help="measured repetitions (default: %(default)s)")
+    ap.add_argument("--warmup-reps", type=int, default=3, help="minimum warm-up repetitions (default: %(default)s)")
+    ap.add_argument("--warmup-s", type=float, default=1.5, help="minimum warm-up seconds per op (default: %(default)s)")
+    ap.add_argument("--scratch", type=Path, default=None, help="parent of the work directory (default: system temp)")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory (workload files, scanned logs)")
+    args = ap.parse_args()
+
+    started = time.monotonic()
+    for tool in ("cargo", "java", "javac", "mvn"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"bench_kafka.py needs {tool} on PATH")
+    workloads = []
+    for w in args.workloads.split(","):
+        m = re.fullmatch(r"(\d+)B/(\w+)", w.strip())
+        if not m:
+            raise SystemExit(f"bad workload {w!r}: want e.g. 100B/none")
+        workloads.append((int(m[1]), m[2]))
+
+    lib = fetch_jars()
+    classes = compile_helpers(lib)
+    classpath = f"{lib}/*{os.pathsep}{classes}"
+    exe = build_example()
+    java_version = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr
+    print(f"Kafka {kafka_version(lib)} jars: {lib}", flush=True)
+    print(f"kafkalog: {exe}; JVM: {(java_version.splitlines() or ['?'])[0]} {' '.join(JVM_OPTS)}", flush=True)
+
+    timing = ["--reps", str(args.reps), "--warmup-reps", str(args.warmup_reps), "--warmup-s", str(args.warmup_s)]
+    work = Path(tempfile.mkdtemp(prefix="kafkalog-bench-kafka-", dir=args.scratch))
+    rows: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+    identity: dict[str, str] = {}
+    try:
+        for i, (size, codec) in enumerate(workloads):
+            label = f"{size}B/{codec}"
+            wdir = work / f"{size}B-{codec}"
+            run([str(exe), "write", "--out", str(wdir), "--record-size", str(size), "--codec", codec,
+                 "--total-mib", str(args.total_mib)])
+            scratch = wdir / "logs"
+            kl_log = wdir / "kafkalog-leader" / "bench-0"
+            kafka_log = wdir / "kafka-leader" / "bench-0"
+            kl_cmd = [str(exe), "run", "--workload", str(wdir), "--ops", args.ops, "--scratch", str(scratch),
+                      "--log-out", str(kl_log), *timing]
+            kafka_cmd = ["java", *JVM_OPTS, "-cp", classpath, "KafkaStorageBench", "--workload", str(wdir),
+                         "--ops", args.ops, "--scratch", str(scratch), "--log-out", str(kafka_log), *timing]
+            for cmd in ([kl_cmd, kafka_cmd] if i % 2 == 0 else [kafka_cmd, kl_cmd]):
+                for impl, op, wl, fields in results(run(cmd)):
+                    rows.setdefault((wl, op), {})[impl] = fields
+            if kl_log.is_dir() and kafka_log.is_dir():
+                identity[label] = compare_logs(kl_log, kafka_log)
+    finally:
+        if args.keep:
+            print(f"work directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+    print()
+    head = (f"{'workload':<11} {'op':<16} {'kafkalog MiB/s':>16} {'Kafka MiB/s':>16} {'kafkalog/Kafka':>16}"
+            f" {'kafkalog Mrec/s':>16} {'Kafka Mrec/s':>13}")
+    sub = f"{'':<11} {'':<16} {'best':>8}{'median':>8} {'best':>8}{'median':>8} {'best':>8}{'median':>8}"
+    print(head)
+    print(sub)
+    for (wl, op), by in rows.items():
+        kl, kf = by.get("kafkalog"), by.get("kafka")
+        if not kl or not kf:
+            continue
+        print(
+            f"{wl:<11} {op:<16} {kl['MiB/s']:>8.0f}{kl['median_MiB/s']:>8.0f} {kf['MiB/s']:>8.0f}{kf['median_MiB/s']:>8.0f}"
+            f" {fmt_ratio(kl['MiB/s'], kf['MiB/s']):>8}{fmt_ratio(kl['median_MiB/s'], kf['median_MiB/s']):>8}"
+            f" {kl['rec/s'] / 1e6:>16.2f} {kf['rec/s'] / 1e6:>13.2f}"
+        )
+    print()
+    print("Layers timed (kafkalog | Kafka 4.x):")
+    print("  append_leader    UnifiedLog::append_as_leader | UnifiedLog.appendAsLeader (LogValidator, producer state, epoch cache)")
+    print("  append_follower  UnifiedLog::append_as_follower | UnifiedLog.appendAsFollower (offset-assigned batches)")
+    print("  append_segment   LogSegment::append | LogSegment.append (bare segment: indexes + write)")
+    print("  scan             UnifiedLog::scan + ensure_valid + decode | FileRecords.batches + ensureValid + streamingIterator")
+    for label, verdict in identity.items():
+        print(f"leader-written segment files, kafkalog vs Kafka, {label}: {verdict}")
+    print(f"({args.reps} measured repetitions after >= {args.warmup_reps} and >= {args.warmup_s}s of warm-up; "
+          f"{args.total_mib} MiB per workload; total {time.monotonic() - started:.0f}s)")
+
+
+if __name__ == "__main__":
+    main()
