@@ -6,7 +6,7 @@ segments with offset and time indexes, and one :class:`UnifiedLog` per partition
 
 from __future__ import annotations
 
-from . import checkpoints, exceptions
+from . import batches, checkpoints, exceptions
 from ._native import __version__, decode_batches
 from .arrow import KAFKA_SCHEMA
 from .exceptions import (
@@ -23,6 +23,7 @@ from .records import AppendInfo, ConsumerRecord, ReadResult, Record, SegmentInfo
 __all__ = [
     "__version__",
     "decode_batches",
+    "batches",
     "checkpoints",
     "exceptions",
     "KAFKA_SCHEMA",

@@ -6,6 +6,8 @@ __all__ = [
     "UnifiedLog",
     "OwnedBuffer",
     "decode_batches",
+    "build_batch",
+    "end_txn_marker",
     "read_offset_checkpoint",
     "write_offset_checkpoint",
     "read_leader_epoch_checkpoint",
@@ -82,3 +84,24 @@ def write_offset_checkpoint(path: str | os.PathLike[str], entries: list[tuple[st
 def read_leader_epoch_checkpoint(path: str | os.PathLike[str]) -> list[tuple[int, int]]: ...
 def read_clean_shutdown(path: str | os.PathLike[str]) -> int: ...
 def read_properties(path: str | os.PathLike[str]) -> dict[str, str]: ...
+
+def build_batch(
+    base_offset: int,
+    records: list[tuple[int, int, bytes | None, bytes | None, list[tuple[bytes, bytes | None]]]],
+    compression: str,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    transactional: bool,
+    partition_leader_epoch: int,
+    delete_horizon_ms: int | None,
+) -> bytes: ...
+def end_txn_marker(
+    offset: int,
+    timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    coordinator_epoch: int,
+    partition_leader_epoch: int,
+) -> bytes: ...

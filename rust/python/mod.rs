@@ -2,6 +2,7 @@
 //! Glue only: the storage engine knows nothing of Python.
 
 mod arrow;
+mod batches;
 mod buffer;
 mod checkpoints;
 mod decode;
@@ -23,6 +24,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<log::PyUnifiedLog>()?;
     m.add_class::<buffer::OwnedBuffer>()?;
     m.add_function(wrap_pyfunction!(decode_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(batches::build_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(batches::end_txn_marker, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoints::read_offset_checkpoint, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoints::write_offset_checkpoint, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoints::read_leader_epoch_checkpoint, m)?)?;

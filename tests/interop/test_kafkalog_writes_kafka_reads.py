@@ -300,3 +300,46 @@ def test_harness_sees_corruption(tmp_path, dump_log_segments):
     res = dump_log_segments([index, timeindex], "--verify-index-only")
     problems = "\n".join(res.problems())
     assert "Mismatches in :" in problems and "Found timestamp mismatch in :" in problems, problems
+
+
+def test_kafka_reads_kafkalog_control_batches_and_delete_horizons(tmp_path, dump_log_segments):
+    """kafkalog-written transactional data, COMMIT and ABORT markers, and a batch carrying a
+    KIP-534 delete horizon (the shape the cleaner writes) pass DumpLogSegments' deep iteration
+    and index checks, and it prints the markers and horizon kafkalog wrote."""
+    from kafkalog import batches
+
+    now = int(time.time() * 1000)
+    horizon = now + 86_400_000
+    rec = lambda k, v, ts: Record(k, v, (("h", b"1"),), ts)  # noqa: E731
+    run = [
+        # a committed transaction of producer 7
+        batches.build(0, [rec(b"a", b"1", now), rec(b"b", b"2", now)], producer_id=7, producer_epoch=0,
+                      base_sequence=0, transactional=True, partition_leader_epoch=0),
+        batches.end_txn_marker(2, now, producer_id=7, producer_epoch=0, commit=True, coordinator_epoch=3,
+                               partition_leader_epoch=0),
+        # an aborted transaction of producer 8
+        batches.build(3, [rec(b"c", b"3", now)], compression="zstd", producer_id=8, producer_epoch=1,
+                      base_sequence=0, transactional=True, partition_leader_epoch=0),
+        batches.end_txn_marker(4, now, producer_id=8, producer_epoch=1, commit=False, coordinator_epoch=3,
+                               partition_leader_epoch=0),
+        # tombstones and a value with a delete horizon stamped, as a first clean leaves them
+        batches.build(5, [rec(b"a", None, now - 5000), rec(b"d", b"4", now - 4000)], compression="lz4",
+                      partition_leader_epoch=0, delete_horizon_ms=horizon),
+    ]
+    path = tmp_path / "txn-0"
+    with kafkalog.UnifiedLog.open(path, {"index.interval.bytes": "1"}) as log:
+        for raw in run:
+            log.append_as_follower(raw)
+        got = [(r.offset, r.key, r.value) for r in log.records()]
+    assert got == [(0, b"a", b"1"), (1, b"b", b"2"), (3, b"c", b"3"), (5, b"a", None), (6, b"d", b"4")]
+
+    logs, indexes = segment_files(path)
+    res = dump_log_segments(logs + indexes, "--deep-iteration", "--index-sanity-check", "--print-data-log")
+    assert res.problems() == [], "\n".join(res.problems())
+    res_verify = dump_log_segments(indexes, "--verify-index-only")
+    assert res_verify.problems() == [], "\n".join(res_verify.problems())
+    out = res.stdout
+    assert "endTxnMarker: COMMIT coordinatorEpoch: 3" in out, out
+    assert "endTxnMarker: ABORT coordinatorEpoch: 3" in out, out
+    assert f"deleteHorizonMs: OptionalLong[{horizon}]" in out, out
+    assert out.count("isTransactional: true") == 4 and out.count("isControl: true") == 2, out
