@@ -20,48 +20,14 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use kafkalog::log::unified_log::{FetchIsolation, LogOpenOptions, UnifiedLog};
-use kafkalog::record::builder::{BatchBuilder, BatchHeader};
 use kafkalog::record::compression::CompressionType;
 use kafkalog::LogConfig;
 
-const BATCH_BYTES: usize = 16 * 1024;
 const LOG_BYTES: usize = 64 << 20;
 
-fn config() -> LogConfig {
-    LogConfig::from_props([("segment.bytes", "1073741824"), ("retention.ms", "-1")]).expect("valid config")
-}
-
-/// Producer-style batches of `record_size`-byte values (keys 16 bytes), about 16 KiB each.
-fn producer_batches(record_size: usize, codec: CompressionType, total: usize) -> (Vec<Vec<u8>>, u64) {
-    let mut batches = Vec::new();
-    let mut records = 0u64;
-    let mut value = vec![0u8; record_size];
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
-    let mut produced = 0;
-    while produced < total {
-        let mut b = BatchBuilder::new(BatchHeader { compression: codec, ..BatchHeader::default() });
-        let mut i = 0u64;
-        while b.estimated_size() + record_size + 32 < BATCH_BYTES {
-            // Semi-compressible values: JSON-like text with random digits.
-            for chunk in value.chunks_mut(8) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let digits = format!("\"v\":{:04}", seed % 10_000);
-                let n = chunk.len().min(digits.len());
-                chunk[..n].copy_from_slice(&digits.as_bytes()[..n]);
-            }
-            let key = format!("customer-{:07}", (seed >> 8) % 1_000_000);
-            b.append_next(1_700_000_000_000 + i as i64, Some(key.as_bytes()), Some(&value), &[]).unwrap();
-            i += 1;
-        }
-        records += i;
-        let batch = b.build().unwrap();
-        produced += batch.len();
-        batches.push(batch);
-    }
-    (batches, records)
-}
+#[path = "workload.rs"]
+mod workload;
+use workload::{config, producer_batches};
 
 fn bench_append(c: &mut Criterion) {
     let mut group = c.benchmark_group("append");
