@@ -71,7 +71,6 @@ pub(crate) fn analyze(records: &[u8], config: &LogConfig, origin: AppendOrigin) 
         valid_bytes: 0,
     };
     let mut iter = BatchIter::new(records);
-    let mut scratch = Vec::new();
     for item in iter.by_ref() {
         let (_, batch) = item?;
         let size = batch.size_in_bytes();
@@ -92,12 +91,7 @@ pub(crate) fn analyze(records: &[u8], config: &LogConfig, origin: AppendOrigin) 
                         e.magic()
                     )));
                 }
-                let mut n = 0;
-                batch.for_each_record(&mut scratch, |_| {
-                    n += 1;
-                    Ok(())
-                })?;
-                n
+                batch.record_count()?
             }
         };
         match origin {

@@ -398,17 +398,7 @@ impl UnifiedLog {
         for item in BatchIter::new(records) {
             let (_, batch) = item?;
             let bytes = batch.bytes();
-            let count = match batch {
-                AnyBatch::V2(b) => b.records_count().max(0) as u64,
-                AnyBatch::Legacy(_) => {
-                    let mut n = 0;
-                    batch.for_each_record(&mut Vec::new(), |_| {
-                        n += 1;
-                        Ok(())
-                    })?;
-                    n
-                }
-            };
+            let count = batch.record_count()?;
             let segment = self.maybe_roll(
                 bytes.len() as u64,
                 batch.max_timestamp(),

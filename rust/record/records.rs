@@ -98,6 +98,22 @@ impl<'a> AnyBatch<'a> {
             AnyBatch::Legacy(_) => -1,
         }
     }
+    /// Number of records: the v2 header's count, or for a legacy entry the messages it holds
+    /// (a compressed wrapper is inflated to count them).
+    pub fn record_count(&self) -> Result<u64> {
+        match self {
+            AnyBatch::V2(b) => Ok(b.records_count().max(0) as u64),
+            AnyBatch::Legacy(_) => {
+                let mut n = 0;
+                self.for_each_record(&mut Vec::new(), |_| {
+                    n += 1;
+                    Ok(())
+                })?;
+                Ok(n)
+            }
+        }
+    }
+
     /// Checks the CRC (CRC-32C for v2, CRC-32 for legacy).
     pub fn ensure_valid(&self) -> Result<()> {
         match self {

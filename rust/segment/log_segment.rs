@@ -370,17 +370,7 @@ impl LogSegment {
                 last_index_entry = valid;
             }
             first_ts.get_or_insert(batch.max_timestamp());
-            count += match batch {
-                crate::record::records::AnyBatch::V2(b) => b.records_count().max(0) as u64,
-                crate::record::records::AnyBatch::Legacy(_) => {
-                    let mut n = 0;
-                    batch.for_each_record(&mut Vec::new(), |_| {
-                        n += 1;
-                        Ok(())
-                    })?;
-                    n
-                }
-            };
+            count += batch.record_count()?;
             valid += batch.size_in_bytes() as u64;
             Ok(true)
         });
@@ -522,12 +512,8 @@ impl LogSegment {
         if legacy {
             count = 0;
             let mut buf = Vec::new();
-            let mut scratch = Vec::new();
             self.log.for_each_batch(0, self.log.size(), &mut buf, |_, b| {
-                b.for_each_record(&mut scratch, |_| {
-                    count += 1;
-                    Ok(())
-                })?;
+                count += b.record_count()?;
                 Ok(true)
             })?;
         }

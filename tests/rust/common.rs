@@ -151,6 +151,21 @@ pub fn append_values(log: &UnifiedLog, timestamp: i64, values: &[&str]) -> i64 {
 }
 
 /// Every record from `from` to the log end, read with `read` one fetch at a time.
+/// Every record at or after the batch holding `from`, through `UnifiedLog::scan` (up to the
+/// log end).
+pub fn scan_all(log: &UnifiedLog, from: i64) -> kafkalog::Result<Vec<Rec>> {
+    let mut got = Vec::new();
+    let mut scratch = Vec::new();
+    log.scan(from, i64::MAX, FetchIsolation::LogEnd, |b| {
+        b.for_each_record(&mut scratch, |r| {
+            got.push(Rec::of(&r));
+            Ok(())
+        })?;
+        Ok(true)
+    })?;
+    Ok(got)
+}
+
 pub fn read_all(log: &UnifiedLog, from: i64) -> Vec<Rec> {
     let mut out: Vec<Rec> = Vec::new();
     let mut next = from;

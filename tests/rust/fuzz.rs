@@ -14,7 +14,7 @@ use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
 
-use crate::common::{batch, config, Rec};
+use crate::common::{batch, config, scan_all, Rec};
 
 /// What decoding one buffer gave, batch by batch: its CRC check and its records (or the error).
 #[derive(Debug, PartialEq)]
@@ -337,15 +337,7 @@ proptest! {
             last = b.last_offset();
         }
         prop_assert_eq!(iter.position(), recovered.len(), "no partial batch survives");
-        let mut got = Vec::new();
-        log.scan(0, i64::MAX, FetchIsolation::LogEnd, |b| {
-            let mut scratch = Vec::new();
-            b.for_each_record(&mut scratch, |r| {
-                got.push(Rec::of(&r));
-                Ok(())
-            })?;
-            Ok(true)
-        }).map_err(|e| TestCaseError::fail(format!("scan after recovery: {e}")))?;
+        let got = scan_all(&log, 0).map_err(|e| TestCaseError::fail(format!("scan after recovery: {e}")))?;
         prop_assert_eq!(log.log_end_offset(), if recovered.is_empty() { 0 } else { last + 1 });
         if let Some(kept) = kept {
             prop_assert_eq!(got, kept, "a damaged tail must not cost the batches before it");

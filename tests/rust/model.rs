@@ -13,7 +13,7 @@ use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
 
-use crate::common::{batch, batches, config, decode, Fixture, Rec};
+use crate::common::{batch, batches, config, decode, scan_all, Fixture, Rec};
 
 const SEGMENT_BYTES: usize = 4096;
 
@@ -360,15 +360,7 @@ proptest! {
         let first = h.m.batches.iter().position(|b| b.last >= start);
         let want: Vec<Rec> =
             first.map_or_else(Vec::new, |i| h.m.batches[i..].iter().flat_map(|b| b.records.clone()).collect());
-        let mut got = Vec::new();
-        h.log().scan(start, i64::MAX, FetchIsolation::LogEnd, |b| {
-            let mut scratch = Vec::new();
-            b.for_each_record(&mut scratch, |r| {
-                got.push(Rec::of(&r));
-                Ok(())
-            })?;
-            Ok(true)
-        }).map_err(fail)?;
+        let got = scan_all(h.log(), start).map_err(fail)?;
         prop_assert_eq!(got, want);
     }
 }
