@@ -124,8 +124,12 @@ def free_port() -> int:
 
 
 def random_cluster_id() -> str:
-    """Kafka's Uuid.randomUuid().toString(): 16 random bytes, base64url without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """Kafka's Uuid.randomUuid().toString(): 16 random bytes, base64url without padding. Like
+    Kafka, it never starts with '-' (the storage tool would read such an id as an option)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 LOG4J2_CONFIG = """\
