@@ -11,6 +11,10 @@
 //!   trims the active segment's indexes at roll), and touching a mapped page past the new end of
 //!   file raises `SIGBUS`, which kills the reader.
 //!
+//! Every system call that creates, resizes, maps, syncs or deletes an index file passes the
+//! fault-injection seam (`util::fault::check`) first; writes through the mapping are memory
+//! stores and are not guarded.
+//!
 //! Not thread-safe for mutation (`&mut self`); the owning index serialises access.
 
 #![allow(unsafe_code)]
@@ -23,6 +27,7 @@ use std::path::Path;
 use memmap2::{MmapMut, MmapOptions};
 
 use crate::error::{Error, Result};
+use crate::util::fault::{check, FaultOp};
 
 /// How many entries a read-only open reads per positional read.
 const SNAPSHOT_CHUNK_ENTRIES: usize = 4096;
@@ -42,13 +47,13 @@ impl IndexStorage {
     /// `entry_size`; an existing file keeps its length. Returns the storage and whether the file
     /// was created.
     pub(crate) fn open_mapped(path: &Path, max_index_size: usize, entry_size: usize) -> Result<(Self, bool)> {
-        let (file, created) = match OpenOptions::new().read(true).write(true).create_new(true).open(path) {
+        let create = check(path, FaultOp::Open)
+            .and_then(|()| OpenOptions::new().read(true).write(true).create_new(true).open(path));
+        let (file, created) = match create {
             Ok(file) => (file, true),
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                let file = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .open(path)
+                let file = check(path, FaultOp::Open)
+                    .and_then(|()| OpenOptions::new().read(true).write(true).open(path))
                     .map_err(|e| Error::io(path, "open index", e))?;
                 (file, false)
             }
@@ -63,11 +68,13 @@ impl IndexStorage {
                     path.display()
                 )))
             } else {
-                file.set_len(len as u64).map_err(|e| Error::io(path, "preallocate index", e))
+                check(path, FaultOp::Truncate)
+                    .and_then(|()| file.set_len(len as u64))
+                    .map_err(|e| Error::io(path, "preallocate index", e))
             };
             if let Err(e) = preallocated {
                 // Leave no empty file behind: the next open would take it for a trimmed index.
-                let _ = std::fs::remove_file(path);
+                let _ = check(path, FaultOp::Delete).and_then(|()| std::fs::remove_file(path));
                 return Err(e);
             }
         }
@@ -162,11 +169,14 @@ impl IndexStorage {
         if !self.is_mapped() {
             return Err(read_only(path));
         }
-        let file =
-            OpenOptions::new().read(true).write(true).open(path).map_err(|e| Error::io(path, "open index", e))?;
+        let file = check(path, FaultOp::Open)
+            .and_then(|()| OpenOptions::new().read(true).write(true).open(path))
+            .map_err(|e| Error::io(path, "open index", e))?;
         // Unmap before changing the length, so no mapped page ever lies past the end of file.
         *self = IndexStorage::Snapshot(Vec::new());
-        let resized = file.set_len(new_len as u64).map_err(|e| Error::io(path, "resize index", e));
+        let resized = check(path, FaultOp::Truncate)
+            .and_then(|()| file.set_len(new_len as u64))
+            .map_err(|e| Error::io(path, "resize index", e));
         *self = IndexStorage::Mapped(map_whole_file(&file, path)?);
         resized
     }
@@ -188,7 +198,9 @@ impl IndexStorage {
     /// do for a snapshot.
     pub(crate) fn flush(&self, path: &Path) -> Result<()> {
         match self {
-            IndexStorage::Mapped(map) => map.flush().map_err(|e| Error::io(path, "flush index", e)),
+            IndexStorage::Mapped(map) => {
+                check(path, FaultOp::Fsync).and_then(|()| map.flush()).map_err(|e| Error::io(path, "flush index", e))
+            }
             IndexStorage::Snapshot(_) => Ok(()),
         }
     }
@@ -212,6 +224,7 @@ fn map_whole_file(file: &File, path: &Path) -> Result<MmapMut> {
     let len = file.metadata().map_err(|e| Error::io(path, "stat index", e))?.len();
     let len = usize::try_from(len)
         .map_err(|_| Error::illegal_state(format!("index {} is too large to map ({len} bytes)", path.display())))?;
+    check(path, FaultOp::Mmap).map_err(|e| Error::io(path, "map index", e))?;
     // SAFETY: a file mapping is sound while no one changes the file's length or contents behind
     // the mapping's back. Index files live in a partition directory that this process owns
     // exclusively (a writable log holds an exclusive flock on it, `DirLock`), and only the one read-write index

@@ -29,6 +29,7 @@ use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::util::fault::{check, FaultOp};
 use mmap::IndexStorage;
 
 /// Bytes at the end of an index that lookups search first (Kafka's warm section): 8 KiB, which
@@ -352,7 +353,9 @@ impl AbstractIndex {
 
     /// Renames the file; the index keeps working under the new name.
     pub(crate) fn rename_to(&mut self, new_path: PathBuf) -> Result<()> {
-        std::fs::rename(&self.path, &new_path).map_err(|e| Error::io(&self.path, "rename index", e))?;
+        check(&self.path, FaultOp::Rename)
+            .and_then(|()| std::fs::rename(&self.path, &new_path))
+            .map_err(|e| Error::io(&self.path, "rename index", e))?;
         self.path = new_path;
         Ok(())
     }
@@ -368,7 +371,7 @@ impl AbstractIndex {
     pub(crate) fn delete_if_exists(&mut self) -> Result<bool> {
         self.storage.release();
         self.after_storage_change();
-        match std::fs::remove_file(&self.path) {
+        match check(&self.path, FaultOp::Delete).and_then(|()| std::fs::remove_file(&self.path)) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(Error::io(&self.path, "delete index", e)),

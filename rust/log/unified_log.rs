@@ -147,7 +147,9 @@ impl UnifiedLog {
                 return Err(Error::io(dir, "open log directory", std::io::ErrorKind::NotFound.into()));
             }
         } else {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create log directory", e))?;
+            crate::util::fault::check(dir, crate::util::fault::FaultOp::Open)
+                .and_then(|()| std::fs::create_dir_all(dir))
+                .map_err(|e| Error::io(dir, "create log directory", e))?;
         }
         let dir_lock = if options.read_only { None } else { Some(crate::util::file::DirLock::try_lock(dir)?) };
         let recover_from = options.recovery_point.unwrap_or(i64::MAX);

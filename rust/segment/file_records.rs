@@ -5,6 +5,9 @@
 //! Thread-safety: safe for concurrent readers while one writer appends; the logical size is an
 //! atomic published after the bytes are written, so a reader never sees a partial append.
 //! Appends, truncation and renames must be serialised by the owner (the log's write lock).
+//!
+//! Every system call that changes the file, and every positional read, passes the
+//! fault-injection seam (`util::fault::check`) first.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -18,6 +21,7 @@ use crate::record::batch::{
     be_i32, be_i64, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET, MIN_RECORD_SIZE, RECORD_BATCH_OVERHEAD,
 };
 use crate::record::records::{AnyBatch, BatchIter};
+use crate::util::fault::{check, FaultOp};
 
 /// Default size of the chunks read while scanning batches.
 const SCAN_CHUNK: usize = 1 << 20;
@@ -73,7 +77,8 @@ impl FileRecords {
     /// A read-only open never creates or modifies anything.
     pub fn open(path: PathBuf, writable: bool, preallocate_bytes: Option<u64>) -> Result<Self> {
         let file = if writable {
-            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)
+            check(&path, FaultOp::Open)
+                .and_then(|()| OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path))
         } else {
             File::open(&path)
         }
@@ -81,7 +86,9 @@ impl FileRecords {
         let len = file.metadata().map_err(|e| Error::io(&path, "stat", e))?.len();
         let mut size = len;
         if let (true, 0, Some(bytes)) = (writable, len, preallocate_bytes) {
-            file.set_len(bytes).map_err(|e| Error::io(&path, "preallocate", e))?;
+            check(&path, FaultOp::Truncate)
+                .and_then(|()| file.set_len(bytes))
+                .map_err(|e| Error::io(&path, "preallocate", e))?;
             size = 0;
         }
         Ok(FileRecords { path: RwLock::new(path), file, size: AtomicU64::new(size), writable })
@@ -114,8 +121,14 @@ impl FileRecords {
         Error::io(&*self.path.read(), op, e)
     }
 
+    /// The fault-injection seam for `op` on this file (`util::fault::check`).
+    fn check(&self, op: FaultOp) -> std::io::Result<()> {
+        check(&self.path.read(), op)
+    }
+
     /// Reads into `buf` from `position`; returns the bytes read (short only at end of file).
     pub fn read_at(&self, position: u64, buf: &mut [u8]) -> Result<usize> {
+        self.check(FaultOp::Read).map_err(|e| self.io("read", e))?;
         let mut done = 0;
         while done < buf.len() {
             match self.file.read_at(&mut buf[done..], position + done as u64) {
@@ -143,7 +156,7 @@ impl FileRecords {
             return Err(Error::ReadOnly { path: self.path() });
         }
         let at = self.size();
-        self.file.write_all_at(data, at).map_err(|e| self.io("append", e))?;
+        self.check(FaultOp::Write).and_then(|()| self.file.write_all_at(data, at)).map_err(|e| self.io("append", e))?;
         self.size.store(at + data.len() as u64, Ordering::Release);
         Ok(data.len())
     }
@@ -151,7 +164,7 @@ impl FileRecords {
     /// Fsyncs the file's data (`flush`).
     pub fn flush(&self) -> Result<()> {
         if self.writable {
-            self.file.sync_data().map_err(|e| self.io("fsync", e))?;
+            self.check(FaultOp::Fsync).and_then(|()| self.file.sync_data()).map_err(|e| self.io("fsync", e))?;
         }
         Ok(())
     }
@@ -171,7 +184,9 @@ impl FileRecords {
         }
         let len = self.file_len()?;
         if target < len {
-            self.file.set_len(target).map_err(|e| self.io("truncate", e))?;
+            self.check(FaultOp::Truncate)
+                .and_then(|()| self.file.set_len(target))
+                .map_err(|e| self.io("truncate", e))?;
         }
         self.size.store(target, Ordering::Release);
         Ok(size - target)
@@ -180,7 +195,9 @@ impl FileRecords {
     /// Cuts a preallocated file back to its logical size (`trim`).
     pub fn trim(&self) -> Result<()> {
         if self.writable && self.file_len()? > self.size() {
-            self.file.set_len(self.size()).map_err(|e| self.io("trim", e))?;
+            self.check(FaultOp::Truncate)
+                .and_then(|()| self.file.set_len(self.size()))
+                .map_err(|e| self.io("trim", e))?;
         }
         Ok(())
     }
@@ -188,7 +205,9 @@ impl FileRecords {
     /// Renames the file (keeping the open handle), e.g. to add `.deleted` (`renameTo`).
     pub fn rename_to(&self, new_path: &Path) -> Result<()> {
         let mut path = self.path.write();
-        std::fs::rename(&*path, new_path).map_err(|e| Error::io(&*path, "rename", e))?;
+        check(&path, FaultOp::Rename)
+            .and_then(|()| std::fs::rename(&*path, new_path))
+            .map_err(|e| Error::io(&*path, "rename", e))?;
         *path = new_path.to_path_buf();
         Ok(())
     }

@@ -1,5 +1,6 @@
 //! Durability helpers in one place: atomic replace (tmp + fsync + rename + directory fsync),
-//! directory fsync, and I/O errors that name the file.
+//! directory fsync, and I/O errors that name the file. Every write, fsync, rename and delete
+//! passes the fault-injection seam (`util::fault::check`) first.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -7,6 +8,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::log::file_names::{with_suffix, TMP_FILE_SUFFIX};
+use crate::util::fault::{check, FaultOp};
 
 /// Writes `contents` to `path` atomically (Kafka's `Utils.atomicMoveWithFallback` after writing a
 /// `.tmp` file): write `<path>.tmp`, fsync it, rename it over `path`, fsync the directory.
@@ -14,16 +16,13 @@ use crate::log::file_names::{with_suffix, TMP_FILE_SUFFIX};
 pub fn atomic_write(path: &Path, contents: &[u8]) -> Result<()> {
     let tmp = with_suffix(path, TMP_FILE_SUFFIX);
     {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
+        let mut f = check(&tmp, FaultOp::Open)
+            .and_then(|()| OpenOptions::new().write(true).create(true).truncate(true).open(&tmp))
             .map_err(|e| Error::io(&tmp, "create", e))?;
-        f.write_all(contents).map_err(|e| Error::io(&tmp, "write", e))?;
-        f.sync_all().map_err(|e| Error::io(&tmp, "fsync", e))?;
+        check(&tmp, FaultOp::Write).and_then(|()| f.write_all(contents)).map_err(|e| Error::io(&tmp, "write", e))?;
+        check(&tmp, FaultOp::Fsync).and_then(|()| f.sync_all()).map_err(|e| Error::io(&tmp, "fsync", e))?;
     }
-    fs::rename(&tmp, path).map_err(|e| Error::io(path, "rename", e))?;
+    check(path, FaultOp::Rename).and_then(|()| fs::rename(&tmp, path)).map_err(|e| Error::io(path, "rename", e))?;
     if let Some(dir) = path.parent() {
         fsync_dir(dir)?;
     }
@@ -33,12 +32,12 @@ pub fn atomic_write(path: &Path, contents: &[u8]) -> Result<()> {
 /// Fsyncs a directory so that renames and creations in it are durable.
 pub fn fsync_dir(dir: &Path) -> Result<()> {
     let d = File::open(dir).map_err(|e| Error::io(dir, "open directory", e))?;
-    d.sync_all().map_err(|e| Error::io(dir, "fsync directory", e))
+    check(dir, FaultOp::Fsync).and_then(|()| d.sync_all()).map_err(|e| Error::io(dir, "fsync directory", e))
 }
 
 /// Deletes `path` if it exists; returns whether it did.
 pub fn delete_if_exists(path: &Path) -> Result<bool> {
-    match fs::remove_file(path) {
+    match check(path, FaultOp::Delete).and_then(|()| fs::remove_file(path)) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io(path, "delete", e)),

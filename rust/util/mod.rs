@@ -1,4 +1,5 @@
-//! Durability helpers and injectable time.
+//! Durability helpers, the file I/O fault-injection seam, and injectable time.
 
 pub mod clock;
+pub mod fault;
 pub mod file;

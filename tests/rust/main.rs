@@ -4,9 +4,11 @@
 //! - `unified_log`: the `UnifiedLogTest` selection that applies without producer state;
 //! - `read_only` and `recovery`: opening a live or crashed partition directory;
 //! - `model`: a model-based property test of `UnifiedLog` against an in-memory log;
-//! - `fuzz`: `fuzz_*` targets for the batch decoder and log loading (`make fuzz` runs them long).
+//! - `fuzz`: `fuzz_*` targets for the batch decoder and log loading (`make fuzz` runs them long);
+//! - `fault`: disk failures (EIO, ENOSPC, failed fsync) through the fault-injection seam.
 
 mod common;
+mod fault;
 mod fuzz;
 mod model;
 mod reopen;
