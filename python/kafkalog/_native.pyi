@@ -13,6 +13,8 @@ __all__ = [
     "read_leader_epoch_checkpoint",
     "read_clean_shutdown",
     "read_properties",
+    "_inject_fault",
+    "_clear_faults",
     "__version__",
 ]
 
@@ -84,6 +86,10 @@ def write_offset_checkpoint(path: str | os.PathLike[str], entries: list[tuple[st
 def read_leader_epoch_checkpoint(path: str | os.PathLike[str]) -> list[tuple[int, int]]: ...
 def read_clean_shutdown(path: str | os.PathLike[str]) -> int: ...
 def read_properties(path: str | os.PathLike[str]) -> dict[str, str]: ...
+
+# Test-only fault injection (kafkalog.testing wraps these).
+def _inject_fault(path_prefix: str | os.PathLike[str], op: str, errno: int, times: int | None = None) -> None: ...
+def _clear_faults(path_prefix: str | os.PathLike[str] | None = None) -> None: ...
 
 def build_batch(
     base_offset: int,

@@ -7,6 +7,7 @@ mod buffer;
 mod checkpoints;
 mod decode;
 mod errors;
+mod fault;
 mod log;
 
 use pyo3::prelude::*;
@@ -31,6 +32,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(checkpoints::read_leader_epoch_checkpoint, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoints::read_clean_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoints::read_properties, m)?)?;
+    m.add_function(wrap_pyfunction!(fault::inject_fault, m)?)?;
+    m.add_function(wrap_pyfunction!(fault::clear_faults, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,35 @@
+//! Test-only Python access to the file I/O fault-injection seam (`util::fault`);
+//! `kafkalog.testing` wraps these two functions.
+
+use std::path::PathBuf;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::util::fault::{self, FaultOp};
+
+/// Makes `op` on every path under `path_prefix` fail with `errno`, `times` times (or until
+/// cleared). Rules are process-global.
+#[pyfunction]
+#[pyo3(name = "_inject_fault", signature = (path_prefix, op, errno, times = None))]
+#[allow(clippy::needless_pass_by_value)] // pyo3 extracts an owned PathBuf (str or os.PathLike)
+pub fn inject_fault(path_prefix: PathBuf, op: &str, errno: i32, times: Option<u64>) -> PyResult<()> {
+    let op = FaultOp::from_name(op).ok_or_else(|| {
+        PyValueError::new_err(format!("unknown fault op {op:?}: expected one of {}", FaultOp::NAMES.join(", ")))
+    })?;
+    if errno <= 0 {
+        return Err(PyValueError::new_err(format!("invalid errno {errno}: expected a positive errno such as 5 (EIO)")));
+    }
+    fault::inject(&path_prefix, op, errno, times).persist();
+    Ok(())
+}
+
+/// Removes the rules under `path_prefix`, or every rule when it is `None`.
+#[pyfunction]
+#[pyo3(name = "_clear_faults", signature = (path_prefix = None))]
+pub fn clear_faults(path_prefix: Option<PathBuf>) {
+    match path_prefix {
+        Some(prefix) => fault::clear_under(&prefix),
+        None => fault::clear_all(),
+    }
+}
