@@ -50,6 +50,9 @@ pub enum Error {
     /// `partition.metadata` names another topic id than the caller's (Kafka's
     /// `InconsistentTopicIdException`).
     InconsistentTopicId { path: PathBuf, stored: String, given: String },
+    /// A topic name that breaks Kafka's naming rules (Kafka's `InvalidTopicException`);
+    /// `reason` is Kafka's wording and names the topic.
+    InvalidTopic { topic: String, reason: String },
     /// An operating-system I/O failure on `path` during `op`.
     Io { path: PathBuf, op: &'static str, source: io::Error },
 }
@@ -155,6 +158,7 @@ impl fmt::Display for Error {
             Error::InconsistentTopicId { path, stored, given } => {
                 write!(f, "{} holds topic id {stored}, but the caller gave {given}", path.display())
             }
+            Error::InvalidTopic { reason, .. } => write!(f, "Topic name is invalid: {reason}"),
             Error::Io { path, op, source } => {
                 write!(f, "I/O error during {op} on {}: {source}", path.display())
             }

@@ -22,6 +22,7 @@ __all__ = [
     "ReadOnlyLogError",
     "LogDirLockedError",
     "InconsistentTopicIdError",
+    "InvalidTopicError",
     "KafkaLogIOError",
 ]
 
@@ -80,6 +81,12 @@ class LogDirLockedError(KafkaLogError):
 
 class InconsistentTopicIdError(KafkaLogError):
     """partition.metadata names another topic id (Kafka's InconsistentTopicIdException)."""
+
+
+class InvalidTopicError(KafkaLogError, ValueError):
+    """A topic name that breaks Kafka's rules (Kafka's InvalidTopicException): empty, '.' or
+    '..', longer than 249 characters, or a character other than ASCII alphanumerics, '.', '_'
+    and '-'."""
 
 
 class KafkaLogIOError(KafkaLogError, OSError):

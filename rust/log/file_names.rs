@@ -1,5 +1,8 @@
 //! Every on-disk name in one place (Kafka's `LogFileUtils` and the name helpers of `LocalLog`):
-//! 20-digit segment base names, file suffixes, and partition directory names.
+//! 20-digit segment base names, file suffixes, partition directory names (plain and
+//! `.<uuid>-delete|-future|-stray`), and Kafka's topic-name rules (`Topic.validate`).
+//!
+//! Pure functions and constants; safe to call from any thread.
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +36,10 @@ pub const STRAY_DIR_SUFFIX: &str = "-stray";
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
 /// Leader epoch cache file in a partition directory.
 pub const LEADER_EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
+/// Longest legal topic name, in UTF-16 units as Java counts (Kafka's `Topic.MAX_NAME_LENGTH`).
+pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
+/// Longest name `LocalLog` gives a `-delete` or `-stray` directory (a common file-name limit).
+pub const MAX_DIR_NAME_LENGTH: usize = 255;
 
 /// The 20-digit, zero-padded name Kafka gives a segment with `offset` (`filenamePrefixFromOffset`).
 pub fn filename_prefix_from_offset(offset: i64) -> String {
@@ -102,6 +109,79 @@ impl std::fmt::Display for TopicPartition {
     }
 }
 
+/// Checks `topic` against Kafka's rules (`org.apache.kafka.common.internals.Topic.validate`):
+/// not empty, not `.` or `..`, at most 249 characters, only ASCII alphanumerics, `.`, `_` and
+/// `-`. The error (Kafka's `InvalidTopicException`) carries Kafka's message.
+pub fn validate_topic_name(topic: &str) -> Result<()> {
+    let reason = if topic.is_empty() {
+        "the empty string is not allowed".to_string()
+    } else if topic == "." || topic == ".." {
+        format!("'{topic}' is not allowed")
+    } else if topic.encode_utf16().count() > MAX_TOPIC_NAME_LENGTH {
+        format!("the length of '{topic}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}")
+    } else if !topic.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
+        format!("'{topic}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidTopic { topic: topic.to_string(), reason })
+}
+
+/// `<topic>-<partition>.<uuid>-delete`: the name a partition directory is renamed to when the
+/// partition is deleted (`LocalLog.logDeleteDirName`). The topic is cut short so that the name
+/// fits in [`MAX_DIR_NAME_LENGTH`] bytes. Each call draws a new random uuid.
+pub fn log_delete_dir_name(tp: &TopicPartition) -> String {
+    dir_name_with_suffix_capped_length(tp, DELETE_DIR_SUFFIX)
+}
+
+/// `<topic>-<partition>.<uuid>-stray`: the name of a partition directory no longer assigned to
+/// this broker (`LocalLog.logStrayDirName`); capped like [`log_delete_dir_name`].
+pub fn log_stray_dir_name(tp: &TopicPartition) -> String {
+    dir_name_with_suffix_capped_length(tp, STRAY_DIR_SUFFIX)
+}
+
+/// `<topic>-<partition>.<uuid>-future`: the directory a partition is copied into while it
+/// moves to another log dir (`LocalLog.logFutureDirName`). Not capped, as in Kafka.
+pub fn log_future_dir_name(tp: &TopicPartition) -> String {
+    format!("{}.{}{FUTURE_DIR_SUFFIX}", tp.dir_name(), unique_id())
+}
+
+/// Whether `dir`'s name ends with `-delete` (Kafka tests `getName.endsWith(DELETE_DIR_SUFFIX)`).
+pub fn is_delete_dir(dir: impl AsRef<Path>) -> bool {
+    name_ends_with(dir.as_ref(), DELETE_DIR_SUFFIX)
+}
+
+/// Whether `dir`'s name ends with `-future` (`UnifiedLog.isFutureDir`).
+pub fn is_future_dir(dir: impl AsRef<Path>) -> bool {
+    name_ends_with(dir.as_ref(), FUTURE_DIR_SUFFIX)
+}
+
+/// Whether `dir`'s name ends with `-stray` (Kafka tests `getName.endsWith(STRAY_DIR_SUFFIX)`).
+pub fn is_stray_dir(dir: impl AsRef<Path>) -> bool {
+    name_ends_with(dir.as_ref(), STRAY_DIR_SUFFIX)
+}
+
+fn name_ends_with(dir: &Path, suffix: &str) -> bool {
+    dir.file_name().is_some_and(|n| n.as_encoded_bytes().ends_with(suffix.as_bytes()))
+}
+
+/// Kafka's `UUID.randomUUID().toString().replaceAll("-", "")`: 32 lower-case hex digits.
+fn unique_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// `LocalLog.logDirNameWithSuffixCappedLength`: the topic keeps as many leading bytes as fit
+/// beside `-<partition>.<uuid><suffix>` in [`MAX_DIR_NAME_LENGTH`] (Kafka counts UTF-16 units;
+/// a legal topic is ASCII, where the two agree). A cut never splits a character.
+fn dir_name_with_suffix_capped_length(tp: &TopicPartition, suffix: &str) -> String {
+    let full_suffix = format!("-{}.{}{suffix}", tp.partition, unique_id());
+    let mut end = tp.topic.len().min(MAX_DIR_NAME_LENGTH.saturating_sub(full_suffix.len()));
+    while !tp.topic.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{full_suffix}", &tp.topic[..end])
+}
+
 /// Parses a partition directory (`orders-0`, or `orders-0.<uuid32>-delete|-future|-stray`).
 /// The partition is the text after the last `-` of the base name.
 pub fn parse_topic_partition_name(dir: &Path) -> Result<TopicPartition> {
@@ -168,8 +248,95 @@ mod tests {
             TopicPartition::new("my.topic", 3)
         );
         assert_eq!(p("t-1.abc-future").unwrap(), TopicPartition::new("t", 1));
-        for bad in ["orders", "-1", "orders-x", "orders-1-delete", "orders-+1"] {
+        for bad in ["orders", "-1", "orders-x", "orders-1-delete", "orders-+1", "non_kafka_dir-delete"] {
             assert!(p(bad).is_err(), "{bad}");
         }
+    }
+
+    fn invalid_topic_reason(topic: &str) -> String {
+        match validate_topic_name(topic) {
+            Err(Error::InvalidTopic { topic: t, reason }) => {
+                assert_eq!(t, topic);
+                reason
+            }
+            other => panic!("{topic:?} should be invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn topic_names_follow_kafkas_rules() {
+        // TopicTest.shouldAcceptValidTopicNames / shouldThrowOnInvalidTopicNames.
+        let longest = "x".repeat(MAX_TOPIC_NAME_LENGTH);
+        for ok in ["valid", "TOPIC", "nAmEs", "ar6", "VaL1d", "_0-9_.", "...", "__consumer_offsets", longest.as_str()] {
+            validate_topic_name(ok).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
+        }
+        assert_eq!(invalid_topic_reason(""), "the empty string is not allowed");
+        assert_eq!(invalid_topic_reason("."), "'.' is not allowed");
+        assert_eq!(invalid_topic_reason(".."), "'..' is not allowed");
+        let too_long = "x".repeat(MAX_TOPIC_NAME_LENGTH + 1);
+        assert_eq!(
+            invalid_topic_reason(&too_long),
+            format!("the length of '{too_long}' is longer than the max allowed length 249")
+        );
+        for bad in ["foo:bar", "foo=bar", "foo bar", "foo\u{0}", "t\u{e9}", "ab/c", "\u{1F600}"] {
+            assert!(invalid_topic_reason(bad).contains("other than ASCII alphanumerics, '.', '_' and '-'"), "{bad:?}");
+        }
+        let err = validate_topic_name("a b").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Topic name is invalid: 'a b' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+        );
+    }
+
+    /// `<topic>-<partition>.<32 lower-case hex><suffix>` with the given topic part.
+    fn assert_suffixed(name: &str, topic: &str, partition: i32, suffix: &str) {
+        let rest = name.strip_prefix(&format!("{topic}-{partition}.")).unwrap_or_else(|| panic!("{name}"));
+        let uuid = rest.strip_suffix(suffix).unwrap_or_else(|| panic!("{name}"));
+        assert!(uuid.len() == 32 && uuid.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')), "{name}");
+        let parsed = parse_topic_partition_name(Path::new(name)).unwrap();
+        assert_eq!(parsed, TopicPartition::new(topic, partition));
+    }
+
+    #[test]
+    fn delete_stray_and_future_dir_names() {
+        // LocalLogTest.testLogDeleteDirName.
+        let name1 = log_delete_dir_name(&TopicPartition::new("foo", 3));
+        assert!(name1.len() <= MAX_DIR_NAME_LENGTH);
+        assert_suffixed(&name1, "foo", 3, DELETE_DIR_SUFFIX);
+        assert!(is_delete_dir(&name1) && !is_future_dir(&name1) && !is_stray_dir(&name1));
+        let name2 = log_delete_dir_name(&TopicPartition::new(format!("n{}", "o".repeat(248)), 5));
+        assert_eq!(name2.len(), 255);
+        assert_suffixed(&name2, &format!("n{}", "o".repeat(212)), 5, DELETE_DIR_SUFFIX);
+        assert_ne!(log_delete_dir_name(&TopicPartition::new("foo", 3)), name1, "a new uuid each time");
+
+        let stray = log_stray_dir_name(&TopicPartition::new("my.topic", 12));
+        assert_suffixed(&stray, "my.topic", 12, STRAY_DIR_SUFFIX);
+        assert!(is_stray_dir(Path::new("/data").join(&stray)) && !is_delete_dir(&stray));
+        let long = TopicPartition::new("x".repeat(MAX_TOPIC_NAME_LENGTH), i32::MAX);
+        let future = log_future_dir_name(&long);
+        assert_eq!(future.len(), 249 + 1 + 10 + 1 + 32 + FUTURE_DIR_SUFFIX.len(), "future names are not capped");
+        assert_suffixed(&future, &long.topic, i32::MAX, FUTURE_DIR_SUFFIX);
+        assert!(is_future_dir(&future) && !is_future_dir("orders-0") && !is_delete_dir(""));
+    }
+
+    #[test]
+    fn overly_long_topics_get_deletable_names() {
+        // LogManagerTest.testCreateAndDeleteOverlyLongTopic (a 253-character topic), and the
+        // longest legal topic with the largest partition number.
+        for (topic, partition) in [("x".repeat(253), 0), ("y".repeat(MAX_TOPIC_NAME_LENGTH), i32::MAX)] {
+            for name in [
+                log_delete_dir_name(&TopicPartition::new(&topic, partition)),
+                log_stray_dir_name(&TopicPartition::new(&topic, partition)),
+            ] {
+                assert_eq!(name.len(), MAX_DIR_NAME_LENGTH, "{name}");
+                let parsed = parse_topic_partition_name(Path::new(&name)).unwrap();
+                assert_eq!(parsed.partition, partition);
+                assert!(topic.starts_with(&parsed.topic) && parsed.topic.len() < topic.len());
+            }
+        }
+        // Multi-byte characters (an invalid topic, but no panic): the cut keeps whole characters.
+        let name = log_delete_dir_name(&TopicPartition::new("\u{e9}".repeat(200), 1));
+        assert!(name.len() <= MAX_DIR_NAME_LENGTH && name.ends_with(DELETE_DIR_SUFFIX), "{name}");
+        assert_eq!(parse_topic_partition_name(Path::new(&name)).unwrap().partition, 1);
     }
 }

@@ -28,6 +28,7 @@ pub fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
             Error::LogDirLocked { .. } => ("LogDirLockedError", PyTuple::new(py, [message.clone()])?),
             Error::ReadOnly { .. } => ("ReadOnlyLogError", PyTuple::new(py, [message.clone()])?),
             Error::InconsistentTopicId { .. } => ("InconsistentTopicIdError", PyTuple::new(py, [message.clone()])?),
+            Error::InvalidTopic { .. } => ("InvalidTopicError", PyTuple::new(py, [message.clone()])?),
             Error::Io { path, source, .. } => {
                 let errno = source.raw_os_error().unwrap_or_else(|| errno_of_kind(source.kind()));
                 let args = (errno, message.clone(), path.to_string_lossy().into_owned()).into_pyobject(py)?;
