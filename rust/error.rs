@@ -53,6 +53,12 @@ pub enum Error {
     /// A topic name that breaks Kafka's naming rules (Kafka's `InvalidTopicException`);
     /// `reason` is Kafka's wording and names the topic.
     InvalidTopic { topic: String, reason: String },
+    /// A log whose log dir went offline after an I/O error (Kafka's `KafkaStorageException`):
+    /// `path` is the log dir, `reason` the first error seen there.
+    KafkaStorage { path: PathBuf, reason: String },
+    /// Every log dir of a `LogManager` has failed; the manager cannot serve anything (Kafka
+    /// halts the broker here).
+    AllLogDirsOffline { dirs: Vec<PathBuf>, reason: String },
     /// An operating-system I/O failure on `path` during `op`.
     Io { path: PathBuf, op: &'static str, source: io::Error },
 }
@@ -159,6 +165,13 @@ impl fmt::Display for Error {
                 write!(f, "{} holds topic id {stored}, but the caller gave {given}", path.display())
             }
             Error::InvalidTopic { reason, .. } => write!(f, "Topic name is invalid: {reason}"),
+            Error::KafkaStorage { path, reason } => {
+                write!(f, "log dir {} is offline after an I/O error: {reason}", path.display())
+            }
+            Error::AllLogDirsOffline { dirs, reason } => {
+                let dirs: Vec<_> = dirs.iter().map(|d| d.display().to_string()).collect();
+                write!(f, "every log dir has failed ({}); the log manager is shut down: {reason}", dirs.join(", "))
+            }
             Error::Io { path, op, source } => {
                 write!(f, "I/O error during {op} on {}: {source}", path.display())
             }

@@ -24,6 +24,8 @@ __all__ = [
     "InconsistentTopicIdError",
     "InvalidTopicError",
     "KafkaLogIOError",
+    "KafkaStorageError",
+    "AllLogDirsOfflineError",
 ]
 
 
@@ -91,3 +93,14 @@ class InvalidTopicError(KafkaLogError, ValueError):
 
 class KafkaLogIOError(KafkaLogError, OSError):
     """An operating-system I/O error; errno and filename are set as on OSError."""
+
+
+class KafkaStorageError(KafkaLogError):
+    """The log's log dir went offline after an I/O error (Kafka's KafkaStorageException).
+
+    The LogManager takes the dir offline: its logs are closed and new partitions go elsewhere.
+    """
+
+
+class AllLogDirsOfflineError(KafkaStorageError):
+    """Every log dir of the LogManager has failed; it cannot serve anything any more."""

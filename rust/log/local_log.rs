@@ -12,17 +12,22 @@ use parking_lot::Mutex;
 
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::log::file_names::{
-    offset_from_file_name, DELETED_FILE_SUFFIX, INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX,
-};
+use crate::log::file_names::{CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, SWAP_FILE_SUFFIX};
 use crate::segment::log_segment::LogSegment;
 use crate::segment::log_segments::LogSegments;
 use crate::util::clock::SharedClock;
 
+/// Something renamed `.deleted`, waiting to be unlinked.
+#[derive(Debug)]
+enum Pending {
+    Segment(Arc<LogSegment>),
+    File(PathBuf),
+}
+
 /// Files renamed `.deleted` and when they may be unlinked.
 #[derive(Debug, Default)]
 struct PendingDeletes {
-    due: Vec<(i64, Arc<LogSegment>)>,
+    due: Vec<(i64, Pending)>,
 }
 
 /// One partition directory's segments. Mirrors Kafka's `LocalLog`.
@@ -35,116 +40,16 @@ pub struct LocalLog {
     pending: Mutex<PendingDeletes>,
 }
 
-/// What loading found (the part of Kafka's `LoadedLogOffsets` this layer computes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LoadResult {
-    /// Offset after the last complete batch.
-    pub log_end_offset: i64,
-    /// Position in the active segment where the last complete batch ends.
-    pub log_end_position: u64,
-    /// Segments whose indexes were rebuilt.
-    pub segments_recovered: usize,
-    /// Bytes cut from torn or corrupt tails.
-    pub bytes_truncated: u64,
-}
-
 impl LocalLog {
-    /// Loads the segments of `dir`. A writable load deletes leftover `*.deleted` files and
-    /// orphan index files, rebuilds a segment whose offset index is missing, and recovers the
-    /// segments from `recover_from` on (re-validating batches and rebuilding indexes). A
-    /// read-only load changes nothing and treats a torn tail as the end of the log.
-    pub fn load(
-        dir: &Path,
-        config: &LogConfig,
-        clock: SharedClock,
-        read_only: bool,
-        recover_from: Option<i64>,
-    ) -> Result<(Self, LoadResult)> {
-        let log = LocalLog {
+    /// An empty log over `dir`; `log_loader::load` fills it.
+    pub fn new(dir: &Path, clock: SharedClock, read_only: bool) -> Self {
+        LocalLog {
             dir: dir.to_path_buf(),
             segments: LogSegments::new(),
             clock,
             read_only,
             pending: Mutex::new(PendingDeletes::default()),
-        };
-        let mut result =
-            LoadResult { log_end_offset: 0, log_end_position: 0, segments_recovered: 0, bytes_truncated: 0 };
-        let mut bases = Vec::new();
-        let mut index_files = Vec::new();
-        let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = entry.path();
-            if !read_only && name.ends_with(DELETED_FILE_SUFFIX) {
-                crate::util::file::delete_if_exists(&path)?;
-                continue;
-            }
-            let Some(base) = offset_from_file_name(&name) else { continue };
-            if name.ends_with(LOG_FILE_SUFFIX) && name.len() == 20 + LOG_FILE_SUFFIX.len() {
-                bases.push(base);
-            } else if name.ends_with(INDEX_FILE_SUFFIX) || name.ends_with(TIME_INDEX_FILE_SUFFIX) {
-                index_files.push((base, path));
-            }
         }
-        bases.sort_unstable();
-        if !read_only {
-            for (base, path) in index_files {
-                if bases.binary_search(&base).is_err() {
-                    log::warn!("deleting index file {} that has no log file", path.display());
-                    crate::util::file::delete_if_exists(&path)?;
-                }
-            }
-        }
-        // Recovery starts at the segment holding the recovery point (Kafka's `recoverLog`).
-        let recover_start = recover_from.map(|rp| bases.iter().rev().find(|b| **b <= rp).copied().unwrap_or(i64::MIN));
-        let mut truncated_at = None;
-        for &base in &bases {
-            if truncated_at.is_some() {
-                // Bytes were cut from an earlier segment: later segments hold unflushed data that
-                // no longer follows on, and are deleted (Kafka's rule).
-                let segment = LogSegment::open(dir, base, config, log.clock.clone(), "", false, false)?;
-                log::warn!("deleting segment {} after a truncated segment", segment.path().display());
-                segment.delete_if_exists()?;
-                continue;
-            }
-            let mut segment = LogSegment::open(dir, base, config, log.clock.clone(), "", false, read_only)?;
-            // Kafka's LogSegment.open gives every segment, loaded or new, its own roll jitter.
-            segment.set_rolling_jitter_ms(random_jitter(config));
-            let missing_index = !crate::log::file_names::offset_index_file(dir, base).exists();
-            let recover = !read_only && (missing_index || recover_start.is_some_and(|start| base >= start));
-            if recover {
-                // Kafka's LogLoader.recoverLog: offsets that go backwards (InvalidOffsetException)
-                // leave the segment emptied rather than the log unopenable.
-                let truncated = match segment.recover() {
-                    Err(Error::InvalidOffset { reason }) => {
-                        log::warn!(
-                            "invalid offset while recovering {}: {reason}; truncating the segment to empty",
-                            segment.path().display()
-                        );
-                        segment.truncate_to(base)?
-                    }
-                    other => other?,
-                };
-                result.segments_recovered += 1;
-                result.bytes_truncated += truncated;
-                // Only the recovery of unflushed segments cuts the log short (Kafka's
-                // recoverLog); a segment rebuilt for a missing index keeps its successors.
-                if truncated > 0 && recover_start.is_some_and(|start| base >= start) {
-                    truncated_at = Some(base);
-                }
-            }
-            log.segments.add(Arc::new(segment));
-        }
-        if let Some(active) = log.segments.last_segment() {
-            (result.log_end_offset, result.log_end_position) = active.read_next_offset_and_end()?;
-            if read_only {
-                active.end_read_only_view_at(result.log_end_position)?;
-            } else {
-                active.resize_indexes(config.segment_index_bytes as usize)?;
-            }
-        }
-        Ok((log, result))
     }
 
     /// The partition directory.
@@ -237,10 +142,60 @@ impl LocalLog {
         self.schedule_deletion(segments, config)
     }
 
+    /// Replaces `old` segments with `new` ones built under the `.cleaned` suffix, so that a
+    /// crash at any step leaves a directory `LogLoader` can finish or roll back (Kafka's
+    /// `LocalLog.replaceSegments`):
+    /// 1. new segments renamed `.cleaned` -> `.swap` in descending offset order and installed;
+    /// 2. old segments still present leave the map (unless a new one has the same base) and are
+    ///    renamed `.deleted`, to be unlinked after `file.delete.delay.ms`;
+    /// 3. new segments renamed `.swap` -> live in ascending order;
+    /// 4. the directory is fsynced.
+    pub fn replace_segments(&self, new: &[Arc<LogSegment>], old: &[Arc<LogSegment>], config: &LogConfig) -> Result<()> {
+        let mut new: Vec<_> = new.to_vec();
+        new.sort_by_key(|s| s.base_offset());
+        let mut old: Vec<_> = old.iter().filter(|s| self.segments.contains(s.base_offset())).cloned().collect();
+        old.sort_by_key(|s| s.base_offset());
+        for s in new.iter().rev() {
+            s.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)?;
+        }
+        // A new segment at an old one's base takes its map slot as soon as it is added.
+        let replaced_bases: Vec<i64> = new.iter().map(|s| s.base_offset()).collect();
+        for s in new.iter().rev() {
+            self.segments.add(s.clone());
+        }
+        for s in &old {
+            if !replaced_bases.contains(&s.base_offset()) {
+                self.segments.remove(s.base_offset());
+            }
+            s.change_file_suffixes("", DELETED_FILE_SUFFIX)?;
+        }
+        for s in &new {
+            s.change_file_suffixes(SWAP_FILE_SUFFIX, "")?;
+        }
+        crate::util::file::fsync_dir(&self.dir)?;
+        self.schedule_deletion(&old, config)
+    }
+
     /// Queues segments already renamed `.deleted` for unlinking after `file.delete.delay.ms`.
     fn schedule_deletion(&self, segments: &[Arc<LogSegment>], config: &LogConfig) -> Result<()> {
         let due = self.clock.milliseconds().saturating_add(config.file_delete_delay_ms);
-        self.pending.lock().due.extend(segments.iter().map(|s| (due, s.clone())));
+        self.pending.lock().due.extend(segments.iter().map(|s| (due, Pending::Segment(s.clone()))));
+        self.delete_due_files(false)
+    }
+
+    /// Renames the producer snapshots at `offsets` (those of deleted segments) `.deleted` and
+    /// unlinks them after `file.delete.delay.ms` (Kafka's `deleteProducerSnapshots`).
+    pub fn delete_producer_snapshots(&self, offsets: &[i64], config: &LogConfig) -> Result<()> {
+        let due = self.clock.milliseconds().saturating_add(config.file_delete_delay_ms);
+        for &offset in offsets {
+            let path = crate::log::file_names::producer_snapshot_file(&self.dir, offset);
+            if !path.exists() {
+                continue;
+            }
+            let deleted = crate::log::file_names::with_suffix(&path, DELETED_FILE_SUFFIX);
+            crate::util::file::rename(&path, &deleted)?;
+            self.pending.lock().due.push((due, Pending::File(deleted)));
+        }
         self.delete_due_files(false)
     }
 
@@ -253,15 +208,20 @@ impl LocalLog {
             p.due = keep;
             ready
         };
-        for (_, s) in ready {
-            s.delete_if_exists()?;
+        for (_, pending) in ready {
+            match pending {
+                Pending::Segment(s) => s.delete_if_exists()?,
+                Pending::File(path) => {
+                    crate::util::file::delete_if_exists(&path)?;
+                }
+            }
         }
         Ok(())
     }
 }
 
 /// Kafka's per-segment roll jitter: uniform in [0, min(segment.jitter.ms, segment.ms)).
-fn random_jitter(config: &LogConfig) -> i64 {
+pub(crate) fn random_jitter(config: &LogConfig) -> i64 {
     let bound = config.segment_jitter_ms.min(config.segment_ms);
     if bound <= 0 {
         return 0;

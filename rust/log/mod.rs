@@ -3,5 +3,8 @@
 
 pub mod file_names;
 pub mod local_log;
+pub mod log_dir_failure_channel;
+pub mod log_loader;
 pub mod log_validator;
+pub mod splitter;
 pub mod unified_log;

@@ -12,7 +12,10 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use super::file_names::{parse_topic_partition_name, TopicPartition};
-use super::local_log::{LoadResult, LocalLog};
+use super::local_log::LocalLog;
+use super::log_dir_failure_channel::LogDirFailureChannel;
+use super::log_loader::LoadParams;
+pub use super::log_loader::LoadResult;
 use super::log_validator::{analyze, validate_and_assign_offsets, AppendOrigin, LogAppendInfo};
 use crate::checkpoint::partition_metadata::{PartitionMetadataFile, TopicId};
 use crate::config::LogConfig;
@@ -20,6 +23,9 @@ use crate::error::{Error, Result};
 use crate::record::records::{AnyBatch, BatchIter};
 use crate::segment::log_segment::{LogSegment, RollParams, TimestampAndOffset};
 use crate::util::clock::{system_clock, SharedClock};
+
+mod retention;
+pub use retention::{DeletedSegment, RetentionReason, RetentionResult};
 
 /// `ListOffsets` special timestamp: the log start offset.
 pub const EARLIEST_TIMESTAMP: i64 = -2;
@@ -37,23 +43,49 @@ pub enum FetchIsolation {
     HighWatermark,
 }
 
+/// Told how many segments of a log are left to recover while it loads.
+#[derive(Clone)]
+pub struct RecoveryProgressFn(pub Arc<dyn Fn(usize) + Send + Sync>);
+
+impl std::fmt::Debug for RecoveryProgressFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RecoveryProgressFn")
+    }
+}
+
 /// Options for opening a log.
 #[derive(Debug, Clone)]
 pub struct LogOpenOptions {
     /// Open without a lock, write nothing, run no recovery (for analytics readers).
     pub read_only: bool,
-    /// Recover segments from the one holding this offset on. `None` recovers only the active
-    /// segment (a standalone log has no recovery-point checkpoint; `LogManager` supplies one).
+    /// The log dir had a clean-shutdown marker: no segment needs recovery.
+    pub had_clean_shutdown: bool,
+    /// Recover segments from the one holding this offset on (after an unclean shutdown).
+    /// `None` recovers only the active segment (a standalone log has no recovery-point
+    /// checkpoint; `LogManager` supplies one).
     pub recovery_point: Option<i64>,
     /// Log start offset from a checkpoint, if any.
     pub log_start_offset: Option<i64>,
-    /// The clock used for roll, flush and LogAppendTime decisions.
+    /// The clock used for roll, flush, retention and LogAppendTime decisions.
     pub clock: SharedClock,
+    /// Where to report an I/O error (the log's log dir goes offline). Without one, I/O errors
+    /// are returned as they are.
+    pub log_dir_failure_channel: Option<Arc<LogDirFailureChannel>>,
+    /// Recovery progress callback.
+    pub progress: Option<RecoveryProgressFn>,
 }
 
 impl Default for LogOpenOptions {
     fn default() -> Self {
-        LogOpenOptions { read_only: false, recovery_point: None, log_start_offset: None, clock: system_clock() }
+        LogOpenOptions {
+            read_only: false,
+            had_clean_shutdown: false,
+            recovery_point: None,
+            log_start_offset: None,
+            clock: system_clock(),
+            log_dir_failure_channel: None,
+            progress: None,
+        }
     }
 }
 
@@ -133,6 +165,9 @@ pub struct UnifiedLog {
     load_result: LoadResult,
     /// The writer's lock on the directory (none for read-only opens); released at close.
     dir_lock: Mutex<Option<crate::util::file::DirLock>>,
+    /// Where I/O errors are reported, and the log dir (parent of the partition dir).
+    failure_channel: Option<Arc<LogDirFailureChannel>>,
+    log_dir: PathBuf,
 }
 
 impl UnifiedLog {
@@ -152,47 +187,28 @@ impl UnifiedLog {
                 .map_err(|e| Error::io(dir, "create log directory", e))?;
         }
         let dir_lock = if options.read_only { None } else { Some(crate::util::file::DirLock::try_lock(dir)?) };
-        let recover_from = options.recovery_point.unwrap_or(i64::MAX);
-        let (local, mut load) =
-            LocalLog::load(dir, &config, options.clock.clone(), options.read_only, Some(recover_from))?;
-        let mut log_start = local.segments().first_segment().map_or(0, |s| s.base_offset());
-        if let Some(checkpoint) = options.log_start_offset {
-            log_start = log_start.max(checkpoint);
-        }
-        // Kafka's LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd: a log start checkpoint past
-        // the recovered log end leaves nothing readable; the log restarts empty at the checkpoint.
-        if !options.read_only && !local.segments().is_empty() && log_start > load.log_end_offset {
-            log::warn!(
-                "log start offset {log_start} is past the log end offset {} in {}; deleting every segment",
-                load.log_end_offset,
-                dir.display()
-            );
-            local.remove_and_delete_segments(&local.segments().values(), &config)?;
-            load.log_end_position = 0;
-        }
-        if local.segments().is_empty() {
-            if options.read_only {
-                load.log_end_offset = log_start;
-            } else {
-                local.roll(log_start, &config)?;
-                load.log_end_offset = log_start;
-            }
-        }
+        let progress = options.progress.clone();
+        let progress_fn = progress.as_ref().map(|p| move |n: usize| (p.0)(n));
+        let params = LoadParams {
+            config: &config,
+            read_only: options.read_only,
+            had_clean_shutdown: options.had_clean_shutdown,
+            recovery_point: options.recovery_point,
+            log_start_offset: options.log_start_offset,
+            progress: progress_fn.as_ref().map(|f| f as &(dyn Fn(usize) + Sync)),
+        };
+        let (local, load) = super::log_loader::load(dir, &params, options.clock.clone())?;
         let metadata_file = PartitionMetadataFile::new(dir);
         let topic_id = metadata_file.read()?;
         let now = options.clock.milliseconds();
         let offsets = Offsets {
-            log_start,
+            log_start: load.log_start_offset,
             high_watermark: load.log_end_offset,
             log_end: load.log_end_offset,
             log_end_position: load.log_end_position,
-            // Kafka's LogLoader: what was recovered is not yet fsynced, so the recovery point
-            // stays where recovery started (the checkpoint, else the active segment's base).
-            recovery_point: options
-                .recovery_point
-                .unwrap_or_else(|| local.segments().last_segment().map_or(log_start, |s| s.base_offset()))
-                .clamp(log_start.min(load.log_end_offset), load.log_end_offset),
+            recovery_point: load.recovery_point,
         };
+        let log_dir = dir.parent().map(Path::to_path_buf).unwrap_or_default();
         Ok(UnifiedLog {
             local,
             topic_partition,
@@ -207,6 +223,8 @@ impl UnifiedLog {
             topic_id: Mutex::new(topic_id),
             load_result: load,
             dir_lock: Mutex::new(dir_lock),
+            failure_channel: options.log_dir_failure_channel,
+            log_dir,
         })
     }
 
@@ -270,10 +288,57 @@ impl UnifiedLog {
     }
 
     fn check_open(&self) -> Result<()> {
+        if let Some(channel) = &self.failure_channel {
+            if channel.has_offline_log_dir(&self.log_dir) {
+                return Err(Error::KafkaStorage {
+                    path: self.log_dir.clone(),
+                    reason: format!("the log of {} is unavailable while its log dir is offline", self.topic_partition),
+                });
+            }
+        }
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::LogClosed { path: self.dir().to_path_buf() });
         }
         Ok(())
+    }
+
+    /// Kafka's `maybeHandleIOException`: with a failure channel, an I/O error takes the log dir
+    /// offline and becomes `KafkaStorage`.
+    fn handle_io<T>(&self, result: Result<T>) -> Result<T> {
+        match (result, &self.failure_channel) {
+            (Err(e @ Error::Io { .. }), Some(channel)) => {
+                let reason = e.to_string();
+                channel.maybe_add_offline_log_dir(&self.log_dir, &reason);
+                Err(Error::KafkaStorage { path: self.log_dir.clone(), reason })
+            }
+            (other, _) => other,
+        }
+    }
+
+    /// Closes the files without flushing them, after the log dir failed (Kafka's
+    /// `closeHandlers`). Every later call fails.
+    pub fn close_handlers(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.dir_lock.lock().take();
+    }
+
+    /// Unlinks segment and snapshot files renamed `.deleted` whose `file.delete.delay.ms` has
+    /// passed (the `LogManager` scheduler calls this; appends do too).
+    pub fn delete_due_files(&self) -> Result<()> {
+        if self.read_only() || self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.handle_io(self.local.delete_due_files(false))
+    }
+
+    /// When the log was last flushed (ms, by the log's clock).
+    pub fn last_flush_time(&self) -> i64 {
+        self.last_flush_ms.load(Ordering::Acquire)
+    }
+
+    /// The log dir holding this log's partition directory.
+    pub fn log_dir(&self) -> &Path {
+        &self.log_dir
     }
 
     fn check_writable(&self) -> Result<()> {
@@ -317,7 +382,11 @@ impl UnifiedLog {
         self.append(AppendInput::Follower(records))
     }
 
-    fn append(&self, mut input: AppendInput<'_>) -> Result<LogAppendInfo> {
+    fn append(&self, input: AppendInput<'_>) -> Result<LogAppendInfo> {
+        self.handle_io(self.append_inner(input))
+    }
+
+    fn append_inner(&self, mut input: AppendInput<'_>) -> Result<LogAppendInfo> {
         self.check_writable()?;
         let config = self.config();
         let origin = match input {
@@ -450,7 +519,7 @@ impl UnifiedLog {
     pub fn roll(&self) -> Result<i64> {
         self.check_writable()?;
         let _guard = self.write_lock.lock();
-        Ok(self.roll_locked(None)?.base_offset())
+        self.handle_io(self.roll_locked(None)).map(|s| s.base_offset())
     }
 
     fn roll_locked(&self, expected_next_offset: Option<i64>) -> Result<Arc<LogSegment>> {
@@ -502,6 +571,16 @@ impl UnifiedLog {
     /// but at least one batch when `min_one_message`; bounded by the log end or the high
     /// watermark; empty at the bound; `OffsetOutOfRange` outside `[log start, log end]`.
     pub fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: u64,
+        isolation: FetchIsolation,
+        min_one_message: bool,
+    ) -> Result<FetchDataInfo> {
+        self.handle_io(self.read_inner(start_offset, max_bytes, isolation, min_one_message))
+    }
+
+    fn read_inner(
         &self,
         start_offset: i64,
         max_bytes: u64,
@@ -566,7 +645,14 @@ impl UnifiedLog {
 
     /// Visits every batch overlapping `[start_offset, end_offset)` in order, within the bound of
     /// `isolation`, until `f` returns false. The bulk-read path behind `to_arrow`.
-    pub fn scan<F>(&self, start_offset: i64, end_offset: i64, isolation: FetchIsolation, mut f: F) -> Result<()>
+    pub fn scan<F>(&self, start_offset: i64, end_offset: i64, isolation: FetchIsolation, f: F) -> Result<()>
+    where
+        F: FnMut(AnyBatch<'_>) -> Result<bool>,
+    {
+        self.handle_io(self.scan_inner(start_offset, end_offset, isolation, f))
+    }
+
+    fn scan_inner<F>(&self, start_offset: i64, end_offset: i64, isolation: FetchIsolation, mut f: F) -> Result<()>
     where
         F: FnMut(AnyBatch<'_>) -> Result<bool>,
     {
@@ -607,7 +693,7 @@ impl UnifiedLog {
     pub fn flush(&self) -> Result<()> {
         self.check_writable()?;
         let _guard = self.write_lock.lock();
-        self.flush_locked(self.log_end_offset())
+        self.handle_io(self.flush_locked(self.log_end_offset()))
     }
 
     fn flush_locked(&self, offset: i64) -> Result<()> {
@@ -633,6 +719,10 @@ impl UnifiedLog {
     /// Removes everything at or above `target` (Kafka's `truncateTo`). Returns whether anything
     /// was removed.
     pub fn truncate_to(&self, target: i64) -> Result<bool> {
+        self.handle_io(self.truncate_to_inner(target))
+    }
+
+    fn truncate_to_inner(&self, target: i64) -> Result<bool> {
         self.check_writable()?;
         if target < 0 {
             return Err(Error::illegal_state(format!(
@@ -665,6 +755,10 @@ impl UnifiedLog {
     /// Deletes every segment and starts an empty log at `new_offset` (Kafka's
     /// `truncateFullyAndStartAt`).
     pub fn truncate_fully_and_start_at(&self, new_offset: i64) -> Result<()> {
+        self.handle_io(self.truncate_fully_inner(new_offset))
+    }
+
+    fn truncate_fully_inner(&self, new_offset: i64) -> Result<()> {
         self.check_writable()?;
         let _guard = self.write_lock.lock();
         let config = self.config();
@@ -689,6 +783,10 @@ impl UnifiedLog {
     /// timestamp, and a timestamp >= 0 the first record at or after it. `None` when no record
     /// qualifies.
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<TimestampAndOffset>> {
+        self.handle_io(self.offset_for_timestamp_inner(timestamp))
+    }
+
+    fn offset_for_timestamp_inner(&self, timestamp: i64) -> Result<Option<TimestampAndOffset>> {
         self.check_open()?;
         let o = *self.offsets.read();
         match timestamp {
@@ -753,6 +851,10 @@ impl UnifiedLog {
     /// Flushes, trims the active segment's indexes and closes the log. Later calls fail with
     /// `LogClosed`; closing twice is harmless.
     pub fn close(&self) -> Result<()> {
+        self.handle_io(self.close_inner())
+    }
+
+    fn close_inner(&self) -> Result<()> {
         let _guard = self.write_lock.lock();
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());

@@ -34,6 +34,8 @@ pub fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
                 let args = (errno, message.clone(), path.to_string_lossy().into_owned()).into_pyobject(py)?;
                 ("KafkaLogIOError", args)
             }
+            Error::KafkaStorage { .. } => ("KafkaStorageError", PyTuple::new(py, [message.clone()])?),
+            Error::AllLogDirsOffline { .. } => ("AllLogDirsOfflineError", PyTuple::new(py, [message.clone()])?),
             _ => ("IllegalStateError", PyTuple::new(py, [message.clone()])?),
         };
         let cls = exception_class(py, name)?;

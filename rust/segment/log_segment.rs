@@ -162,7 +162,7 @@ impl LogSegment {
     }
 
     fn ensure_offset_in_range(&self, offset: i64) -> Result<()> {
-        let rel = offset - self.base_offset;
+        let rel = offset.checked_sub(self.base_offset).unwrap_or(-1);
         if rel < 0 || rel > i64::from(i32::MAX) {
             return Err(Error::OffsetOverflow { base_offset: self.base_offset, offset });
         }
@@ -358,8 +358,12 @@ impl LogSegment {
             if pos != valid {
                 return Ok(false);
             }
-            if batch.ensure_valid().is_err() || !self.can_convert_to_relative_offset(batch.last_offset()) {
+            if batch.ensure_valid().is_err() {
                 return Ok(false);
+            }
+            // Kafka's ensureOffsetInRange: the caller splits the segment (LogLoader).
+            if !self.can_convert_to_relative_offset(batch.last_offset()) {
+                return Err(Error::OffsetOverflow { base_offset: self.base_offset, offset: batch.last_offset() });
             }
             if batch.max_timestamp() > max.timestamp {
                 max = TimestampOffset { timestamp: batch.max_timestamp(), offset: batch.last_offset() };
@@ -402,7 +406,7 @@ impl LogSegment {
     /// Truncates everything at or above `offset` (`LogSegment.truncateTo`); returns the bytes
     /// removed. The indexes are resized to full size, as this segment becomes the active one.
     pub fn truncate_to(&self, offset: i64) -> Result<u64> {
-        let mapping = self.translate_offset(offset, 0)?;
+        let mapping = if offset <= self.base_offset { None } else { self.translate_offset(offset, 0)? };
         {
             let mut oi = self.offset_index.get_mut()?;
             oi.truncate_to(offset)?;
@@ -417,6 +421,8 @@ impl LogSegment {
         }
         // As in Kafka, an empty segment restarts its creation time even when nothing was cut.
         let truncated = match mapping {
+            // Truncating to the base offset empties the segment whatever offsets it holds.
+            _ if offset <= self.base_offset => self.log.truncate_to(0)?,
             Some(mapping) => self.log.truncate_to(mapping.position)?,
             None => 0,
         };

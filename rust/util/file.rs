@@ -72,3 +72,55 @@ impl DirLock {
         Ok(DirLock { _file: file })
     }
 }
+
+/// Kafka's `FileLock` on a log dir's `.lock` file: an exclusive POSIX record lock taken with
+/// `fcntl(F_OFD_SETLK)`. It conflicts with the lock a running Kafka broker holds on the same
+/// file (Java's `FileChannel.tryLock` is a POSIX record lock), and, being tied to the open file
+/// rather than the process, with a second `LogManager` in this process too. Released on drop.
+#[derive(Debug)]
+pub struct FileLock {
+    _file: File,
+}
+
+impl FileLock {
+    /// Creates `path` if needed and locks it without waiting; `Error::LogDirLocked` naming the
+    /// file if someone else holds it.
+    pub fn try_lock(path: &Path) -> Result<Self> {
+        use std::os::fd::AsRawFd;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io(path, "create lock file", e))?;
+        // SAFETY: `flock` is a plain C struct for which all-zero bytes are a valid value.
+        let mut request: libc::flock = unsafe { std::mem::zeroed() };
+        request.l_type = libc::F_WRLCK as libc::c_short;
+        request.l_whence = libc::SEEK_SET as libc::c_short;
+        // SAFETY: fcntl reads the `flock` struct we own for the duration of the call, on a file
+        // descriptor owned by `file`, which stays open for the lifetime of the returned guard.
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &raw const request) };
+        if rc != 0 {
+            let err = std::io::Error::last_os_error();
+            return Err(match err.raw_os_error() {
+                Some(libc::EAGAIN | libc::EACCES) => Error::LogDirLocked { path: path.to_path_buf() },
+                _ => Error::io(path, "lock", err),
+            });
+        }
+        Ok(FileLock { _file: file })
+    }
+}
+
+/// Renames `from` to `to` (through the fault-injection seam), naming `from` on error.
+pub fn rename(from: &Path, to: &Path) -> Result<()> {
+    crate::util::fault::check(from, crate::util::fault::FaultOp::Rename).map_err(|e| Error::io(from, "rename", e))?;
+    fs::rename(from, to).map_err(|e| Error::io(from, "rename", e))
+}
+
+/// Creates `dir` and its missing parents (through the fault-injection seam).
+pub fn create_dir_all(dir: &Path) -> Result<()> {
+    crate::util::fault::check(dir, crate::util::fault::FaultOp::Open)
+        .map_err(|e| Error::io(dir, "create directory", e))?;
+    fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))
+}

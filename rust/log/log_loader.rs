@@ -1,0 +1,446 @@
+//! Loading and crash recovery of one partition directory, in the order of Kafka's `LogLoader`
+//! (`storage/.../internals/log/LogLoader.java`):
+//!
+//! 1. delete `*.deleted` files; drop `.swap` files at or above the smallest `.cleaned` offset,
+//!    then every `.cleaned` file (an interrupted clean or split is rolled back);
+//! 2. delete the files the remaining swaps supersede, then rename the swaps into place (an
+//!    interrupted replace is completed);
+//! 3. load the segments in offset order: orphan index files are deleted, a segment whose offset
+//!    index is missing or fails a cheap sanity check is recovered, a missing time index comes
+//!    back empty;
+//! 4. after an unclean shutdown, recover every segment from the one holding the recovery point
+//!    on; a truncation deletes every later segment;
+//! 5. a log start offset past the log end wipes the log (Kafka's rule); an empty directory gets
+//!    an empty segment at the log start offset; producer snapshots past the log end go.
+//!
+//! A read-only load writes nothing: it skips `.deleted` and `.cleaned` files, reads a pending
+//! replace as if it had completed (the swap segments stand in for the ones they supersede), and
+//! ends the log at the last complete batch.
+//!
+//! Thread-safety: a loader runs on one thread over a directory nobody else writes (the caller
+//! holds the directory lock); loaders of different directories run in parallel.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::file_names::{
+    offset_from_file_name, with_suffix, CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, DELETE_DIR_SUFFIX, INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX, PRODUCER_SNAPSHOT_FILE_SUFFIX, SWAP_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
+};
+use super::local_log::LocalLog;
+use crate::config::LogConfig;
+use crate::error::{Error, Result};
+use crate::segment::file_records::FileRecords;
+use crate::segment::log_segment::LogSegment;
+use crate::util::clock::SharedClock;
+use crate::util::file::delete_if_exists;
+
+/// What the caller knows about the directory before loading it.
+#[derive(Clone, Copy)]
+pub struct LoadParams<'a> {
+    /// The topic configuration.
+    pub config: &'a LogConfig,
+    /// Write nothing, recover nothing.
+    pub read_only: bool,
+    /// The log dir had a `.kafka_cleanshutdown` marker: nothing past the recovery point needs
+    /// recovery.
+    pub had_clean_shutdown: bool,
+    /// The `recovery-point-offset-checkpoint` entry. `None` (a standalone log without
+    /// checkpoints) recovers the active segment only.
+    pub recovery_point: Option<i64>,
+    /// The `log-start-offset-checkpoint` entry, if any.
+    pub log_start_offset: Option<i64>,
+    /// Told, as recovery proceeds, how many segments of this log are left to recover.
+    pub progress: Option<&'a (dyn Fn(usize) + Sync)>,
+}
+
+/// What loading found and repaired (Kafka's `LoadedLogOffsets`, plus counts for operators).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LoadResult {
+    /// First readable offset: the checkpoint or the first segment's base, whichever is larger.
+    pub log_start_offset: i64,
+    /// Offsets below this are known to be on disk: the log end after a clean shutdown, else the
+    /// checkpointed recovery point (never past the log end).
+    pub recovery_point: i64,
+    /// Offset after the last complete batch.
+    pub log_end_offset: i64,
+    /// Position in the active segment where the last complete batch ends.
+    pub log_end_position: u64,
+    /// Segments loaded.
+    pub segments_loaded: usize,
+    /// Segments whose batches were re-validated and indexes rebuilt.
+    pub segments_recovered: usize,
+    /// Bytes cut from torn or corrupt tails.
+    pub bytes_truncated: u64,
+    /// Segments deleted because an earlier one was truncated, or because the log start offset
+    /// lay past the log end.
+    pub segments_deleted: usize,
+    /// `.swap` files renamed into place (an interrupted replace completed).
+    pub swaps_completed: usize,
+    /// `.cleaned` and `.swap` files dropped (an interrupted clean or split rolled back).
+    pub temp_files_dropped: usize,
+    /// Index files without a `.log` file, deleted.
+    pub orphan_files_deleted: usize,
+    /// Segments split because their offsets did not fit one segment (KAFKA-6264 logs).
+    pub segments_split: usize,
+    /// The log start checkpoint lay past the log end and every segment was deleted.
+    pub log_start_wiped: bool,
+}
+
+/// Loads `dir` (see the module doc). Mirrors Kafka's `LogLoader.load`.
+pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(LocalLog, LoadResult)> {
+    let local = LocalLog::new(dir, clock, params.read_only);
+    let mut result = LoadResult::default();
+    let bases = if params.read_only {
+        read_only_bases(dir)?
+    } else {
+        complete_or_roll_back_replace(dir, &mut result)?;
+        remove_orphans(dir, &mut result)?
+    };
+    let mut needs_recovery = Vec::new();
+    for (base, suffix) in &bases {
+        if open_segment(dir, *base, suffix, params, &local)? {
+            needs_recovery.push(*base);
+        }
+    }
+    result.segments_loaded = bases.len();
+    for base in needs_recovery {
+        if let Some(segment) = local.segments().get(base) {
+            recover_or_split(&segment, params, &local, &mut result)?;
+        }
+    }
+    let is_delete_dir = dir.file_name().is_some_and(|n| n.to_string_lossy().ends_with(DELETE_DIR_SUFFIX));
+    if !params.read_only && !params.had_clean_shutdown && !is_delete_dir {
+        let recovery_point =
+            params.recovery_point.unwrap_or_else(|| local.segments().last_segment().map_or(0, |s| s.base_offset()));
+        recover_unflushed(dir, recovery_point, params, &local, &mut result)?;
+    }
+    finish(dir, params, &local, &mut result)?;
+    Ok((local, result))
+}
+
+/// Steps 1 and 2: `.deleted` files go; an interrupted clean or split (a `.cleaned` file exists)
+/// is rolled back; an interrupted replace (only `.swap` files) is completed.
+fn complete_or_roll_back_replace(dir: &Path, result: &mut LoadResult) -> Result<()> {
+    let mut cleaned = Vec::new();
+    let mut swaps = Vec::new();
+    for (name, path) in list_files(dir)? {
+        if name.ends_with(DELETED_FILE_SUFFIX) {
+            delete_if_exists(&path)?;
+        } else if name.ends_with(CLEANED_FILE_SUFFIX) {
+            cleaned.push((offset_from_file_name(&name), path));
+        } else if name.ends_with(SWAP_FILE_SUFFIX) {
+            swaps.push((offset_from_file_name(&name), name, path));
+        }
+    }
+    let min_cleaned = cleaned.iter().filter_map(|(o, _)| *o).min().unwrap_or(i64::MAX);
+    let (swaps, dropped): (Vec<_>, Vec<_>) =
+        swaps.into_iter().partition(|(offset, _, _)| offset.is_some_and(|o| o < min_cleaned));
+    for (_, _, path) in &dropped {
+        log::info!("deleting {}: it is at or above an unfinished .cleaned segment", path.display());
+        delete_if_exists(path)?;
+        result.temp_files_dropped += 1;
+    }
+    for (_, path) in &cleaned {
+        log::info!("deleting unfinished cleaner output {}", path.display());
+        delete_if_exists(path)?;
+        result.temp_files_dropped += 1;
+    }
+    // The range the remaining swap segments cover: [smallest base, largest next offset).
+    let mut min_swap = i64::MAX;
+    let mut max_swap = i64::MIN;
+    for (offset, name, path) in &swaps {
+        if name.ends_with(&format!("{LOG_FILE_SUFFIX}{SWAP_FILE_SUFFIX}")) {
+            let base = offset.unwrap_or(0);
+            min_swap = min_swap.min(base);
+            max_swap = max_swap.max(next_offset_of_file(path, base)?);
+        }
+    }
+    if min_swap < max_swap {
+        for (name, path) in list_files(dir)? {
+            if name.ends_with(SWAP_FILE_SUFFIX) {
+                continue;
+            }
+            if offset_from_file_name(&name).is_some_and(|o| o >= min_swap && o < max_swap) {
+                log::info!("deleting {}: superseded by a .swap segment", path.display());
+                delete_if_exists(&path)?;
+            }
+        }
+    }
+    for (_, name, path) in &swaps {
+        let target = dir.join(name.strip_suffix(SWAP_FILE_SUFFIX).unwrap_or(name));
+        log::info!("completing an interrupted replace: renaming {} into place", path.display());
+        crate::util::file::rename(path, &target)?;
+        result.swaps_completed += 1;
+    }
+    if !swaps.is_empty() {
+        crate::util::file::fsync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Offset after the last complete batch of a `.log` file, read without side effects.
+fn next_offset_of_file(path: &Path, base: i64) -> Result<i64> {
+    let file = FileRecords::open(path.to_path_buf(), false, None)?;
+    let mut next = base;
+    let _ = file.for_each_header(0, file.size(), |h| {
+        next = h.next_offset();
+        Ok(true)
+    });
+    Ok(next)
+}
+
+/// Step 3, first half: deletes index files and snapshots' siblings without a `.log` file and
+/// returns the segment bases in order.
+fn remove_orphans(dir: &Path, result: &mut LoadResult) -> Result<Vec<(i64, &'static str)>> {
+    let files = list_files(dir)?;
+    let mut bases: Vec<i64> = files
+        .iter()
+        .filter(|(name, _)| is_segment_file(name, LOG_FILE_SUFFIX))
+        .filter_map(|(name, _)| offset_from_file_name(name))
+        .collect();
+    bases.sort_unstable();
+    for (name, path) in &files {
+        let is_index = [INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX]
+            .iter()
+            .any(|suffix| is_segment_file(name, suffix));
+        if let (true, Some(base)) = (is_index, offset_from_file_name(name)) {
+            if bases.binary_search(&base).is_err() {
+                log::warn!(
+                    "found an orphaned index file {}, with no corresponding log file; deleting it",
+                    path.display()
+                );
+                delete_if_exists(path)?;
+                result.orphan_files_deleted += 1;
+            }
+        }
+    }
+    Ok(bases.into_iter().map(|b| (b, "")).collect())
+}
+
+/// The segments a read-only reader sees: live segments, with any pending `.swap` segments
+/// standing in for the live ones they supersede. Nothing is deleted or renamed.
+fn read_only_bases(dir: &Path) -> Result<Vec<(i64, &'static str)>> {
+    let files = list_files(dir)?;
+    let has_cleaned = files.iter().any(|(n, _)| n.ends_with(CLEANED_FILE_SUFFIX));
+    let swap_log = format!("{LOG_FILE_SUFFIX}{SWAP_FILE_SUFFIX}");
+    let mut map: BTreeMap<i64, &'static str> = files
+        .iter()
+        .filter(|(name, _)| is_segment_file(name, LOG_FILE_SUFFIX))
+        .filter_map(|(name, _)| offset_from_file_name(name).map(|b| (b, "")))
+        .collect();
+    if !has_cleaned {
+        for (name, path) in &files {
+            let Some(base) = offset_from_file_name(name).filter(|_| name.ends_with(&swap_log)) else { continue };
+            let next = next_offset_of_file(path, base)?;
+            map.retain(|b, _| *b < base || *b >= next);
+            map.insert(base, SWAP_FILE_SUFFIX);
+        }
+    }
+    Ok(map.into_iter().collect())
+}
+
+/// Step 3, second half: opens one segment and adds it to the log. Returns whether it must be
+/// recovered now: its offset index is missing or implausible. A missing time index comes back
+/// empty (Kafka's `sanityCheck(timeIndexFileNewlyCreated)`), rebuilt only if the segment is
+/// recovered later.
+fn open_segment(dir: &Path, base: i64, suffix: &str, params: &LoadParams<'_>, local: &LocalLog) -> Result<bool> {
+    let index_path = with_suffix(&super::file_names::offset_index_file(dir, base), suffix);
+    let time_index_path = with_suffix(&super::file_names::time_index_file(dir, base), suffix);
+    let time_index_new = !time_index_path.exists();
+    let index_problem = if params.read_only { None } else { offset_index_problem(&index_path) };
+    let mut segment =
+        LogSegment::open(dir, base, params.config, local.clock().clone(), suffix, false, params.read_only)?;
+    segment.set_rolling_jitter_ms(super::local_log::random_jitter(params.config));
+    let recover = if let Some(problem) = index_problem {
+        log::warn!("{problem} for {}; recovering the segment and rebuilding its indexes", segment.path().display());
+        true
+    } else {
+        if time_index_new && !params.read_only {
+            segment.time_index().get_mut()?.resize(0)?;
+        }
+        false
+    };
+    local.segments().add(Arc::new(segment));
+    Ok(recover)
+}
+
+/// Why an offset index cannot be trusted without recovery, if it cannot: it is missing, its
+/// length is not a whole number of entries, or its last entry holds a negative relative offset
+/// (Kafka's `OffsetIndex.sanityCheck`, done here from two small reads instead of a mapping).
+fn offset_index_problem(path: &Path) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some("the offset index is missing".into()),
+        Err(e) => return Some(format!("the offset index cannot be opened ({e})")),
+    };
+    let len = file.metadata().map_or(1, |m| m.len());
+    if len % 8 != 0 {
+        return Some(format!("the offset index is corrupt: its length {len} is not a multiple of 8"));
+    }
+    let mut last = [0u8; 8];
+    if len >= 8 && file.read_exact_at(&mut last, len - 8).is_ok() {
+        let relative = i32::from_be_bytes([last[0], last[1], last[2], last[3]]);
+        let position = i32::from_be_bytes([last[4], last[5], last[6], last[7]]);
+        if relative < 0 || position < 0 {
+            return Some(format!(
+                "the offset index is corrupt: its last entry (relative offset {relative}, position {position}) is negative"
+            ));
+        }
+    }
+    None
+}
+
+/// Recovers one segment (Kafka's `recoverSegment`): offsets that go backwards leave it empty
+/// rather than the log unopenable, and offsets too far from the base for one segment (logs
+/// written before KAFKA-6264) split it. Returns the bytes truncated.
+fn recover_or_split(
+    segment: &Arc<LogSegment>,
+    params: &LoadParams<'_>,
+    local: &LocalLog,
+    result: &mut LoadResult,
+) -> Result<u64> {
+    let outcome = match segment.recover() {
+        Err(Error::OffsetOverflow { offset, .. }) => {
+            log::warn!(
+                "offset {offset} does not fit segment {} (a log written before KAFKA-6264); splitting it",
+                segment.path().display()
+            );
+            result.segments_split += 1;
+            super::splitter::split_overflowed_segment(segment, params.config, local)
+        }
+        other => other,
+    };
+    let truncated = match outcome {
+        Err(Error::InvalidOffset { reason }) => {
+            log::warn!(
+                "invalid offset while recovering {}: {reason}; truncating the segment to empty",
+                segment.path().display()
+            );
+            segment.truncate_to(segment.base_offset())?
+        }
+        other => other?,
+    };
+    result.segments_recovered += 1;
+    result.bytes_truncated += truncated;
+    Ok(truncated)
+}
+
+/// Step 4 (Kafka's `recoverLog` after an unclean shutdown): recovers the segments from the one
+/// holding `recovery_point` on. Bytes cut from one segment mean the later ones hold data that
+/// no longer follows on: they are deleted.
+fn recover_unflushed(
+    dir: &Path,
+    recovery_point: i64,
+    params: &LoadParams<'_>,
+    local: &LocalLog,
+    result: &mut LoadResult,
+) -> Result<()> {
+    let from = local.segments().floor_segment(recovery_point).map_or(i64::MIN, |s| s.base_offset());
+    let mut pending: std::collections::VecDeque<_> = local.segments().values_range(from, i64::MAX).into();
+    while let Some(segment) = pending.pop_front() {
+        if let Some(progress) = params.progress {
+            progress(pending.len() + 1);
+        }
+        log::info!("recovering unflushed segment {} in {}", segment.base_offset(), dir.display());
+        if recover_or_split(&segment, params, local, result)? > 0 {
+            let doomed = local.segments().values_range(segment.base_offset() + 1, i64::MAX);
+            if !doomed.is_empty() {
+                log::warn!(
+                    "deleting {} segments of {} that follow the truncated segment {}",
+                    doomed.len(),
+                    dir.display(),
+                    segment.base_offset()
+                );
+                result.segments_deleted += doomed.len();
+                local.remove_and_delete_segments(&doomed, params.config)?;
+            }
+            break;
+        }
+    }
+    if let Some(progress) = params.progress {
+        progress(0);
+    }
+    Ok(())
+}
+
+/// Step 5: the log end, the log start rules, an empty log's first segment, stray snapshots,
+/// and full-size indexes for the active segment.
+fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut LoadResult) -> Result<()> {
+    let checkpoint_start = params.log_start_offset.unwrap_or(0);
+    if let Some(active) = local.segments().last_segment() {
+        (result.log_end_offset, result.log_end_position) = active.read_next_offset_and_end()?;
+        if !params.read_only && result.log_end_offset < checkpoint_start {
+            log::warn!(
+                "the log start offset checkpoint {checkpoint_start} is past the log end offset {} of {}; \
+                 deleting every segment and restarting the log at {checkpoint_start}",
+                result.log_end_offset,
+                dir.display()
+            );
+            let all = local.segments().values();
+            result.segments_deleted += all.len();
+            result.log_start_wiped = true;
+            local.remove_and_delete_segments(&all, params.config)?;
+        }
+    }
+    if local.segments().is_empty() {
+        result.log_end_offset = checkpoint_start;
+        result.log_end_position = 0;
+        if !params.read_only {
+            local.roll(checkpoint_start, params.config)?;
+        }
+    }
+    let first_base = local.segments().first_segment().map_or(checkpoint_start, |s| s.base_offset());
+    result.log_start_offset = first_base.max(checkpoint_start);
+    if let Some(active) = local.segments().last_segment() {
+        if params.read_only {
+            active.end_read_only_view_at(result.log_end_position)?;
+        } else {
+            active.resize_indexes(params.config.segment_index_bytes as usize)?;
+            remove_stray_snapshots(dir, result.log_end_offset)?;
+        }
+    }
+    result.recovery_point = if params.had_clean_shutdown {
+        result.log_end_offset
+    } else {
+        let rp =
+            params.recovery_point.unwrap_or_else(|| local.segments().last_segment().map_or(0, |s| s.base_offset()));
+        rp.min(result.log_end_offset).max(result.log_start_offset.min(result.log_end_offset))
+    };
+    Ok(())
+}
+
+/// Producer snapshots past the log end describe data that is gone (Kafka's
+/// `removeStraySnapshots` on load).
+fn remove_stray_snapshots(dir: &Path, log_end_offset: i64) -> Result<()> {
+    for (name, path) in list_files(dir)? {
+        if is_segment_file(&name, PRODUCER_SNAPSHOT_FILE_SUFFIX)
+            && offset_from_file_name(&name).is_some_and(|o| o > log_end_offset)
+        {
+            log::info!("deleting producer snapshot {} past the log end offset {log_end_offset}", path.display());
+            delete_if_exists(&path)?;
+        }
+    }
+    Ok(())
+}
+
+/// `<20 digits><suffix>` exactly.
+fn is_segment_file(name: &str, suffix: &str) -> bool {
+    name.len() == 20 + suffix.len() && name.ends_with(suffix) && offset_from_file_name(name).is_some()
+}
+
+/// The regular files of `dir` (name, path), in name order.
+fn list_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))? {
+        let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;
+        let file_type = entry.file_type().map_err(|e| Error::io(entry.path(), "stat", e))?;
+        if file_type.is_file() {
+            out.push((entry.file_name().to_string_lossy().into_owned(), entry.path()));
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}

@@ -1,0 +1,213 @@
+//! Retention for `cleanup.policy=delete` (Kafka's `UnifiedLog.deleteOldSegments` and its three
+//! predicates). Segments are considered oldest first and the walk stops at the first one that
+//! must stay; no segment holding offsets at or above the high watermark is ever deleted; the log
+//! start offset moves past the deleted segments before they leave the log, and their files are
+//! renamed `.deleted` and unlinked after `file.delete.delay.ms`.
+//!
+//! Thread-safety: runs under the log's write lock.
+
+use std::sync::Arc;
+
+use super::UnifiedLog;
+use crate::error::Result;
+use crate::segment::log_segment::LogSegment;
+
+/// Why a segment was deleted (Kafka's three retention checks, in the order they run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetentionReason {
+    /// The whole segment lies below the log start offset (after `deleteRecords`).
+    LogStartOffsetBreach,
+    /// The log is larger than `retention.bytes`.
+    RetentionSizeBreach,
+    /// The segment's largest timestamp is older than `retention.ms`.
+    RetentionMsBreach,
+}
+
+impl RetentionReason {
+    /// The short name used in reports (`log_start_offset`, `retention_bytes`, `retention_ms`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RetentionReason::LogStartOffsetBreach => "log_start_offset",
+            RetentionReason::RetentionSizeBreach => "retention_bytes",
+            RetentionReason::RetentionMsBreach => "retention_ms",
+        }
+    }
+}
+
+/// One deleted segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletedSegment {
+    /// Its base offset.
+    pub base_offset: i64,
+    /// The offset after it (the next segment's base, or the log end).
+    pub next_offset: i64,
+    /// Bytes in its `.log` file.
+    pub size: u64,
+    /// Its largest record timestamp (or the file's mtime when it has none).
+    pub largest_timestamp: i64,
+    /// Which check deleted it.
+    pub reason: RetentionReason,
+}
+
+/// What one retention run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionResult {
+    /// Deleted segments, oldest first.
+    pub deleted: Vec<DeletedSegment>,
+    /// One line per segment whose largest timestamp lies in the future (such a segment is never
+    /// old enough for `retention.ms` until the clock catches up).
+    pub warnings: Vec<String>,
+    /// The log start offset after the run.
+    pub log_start_offset: i64,
+}
+
+/// A retention check on one segment, given the segment after it.
+type SegmentPredicate<'a> = dyn FnMut(&LogSegment, Option<&Arc<LogSegment>>) -> Result<bool> + 'a;
+
+impl UnifiedLog {
+    /// Deletes the segments retention allows (Kafka's `deleteOldSegments`): with `delete` in
+    /// `cleanup.policy`, the log-start, `retention.bytes` and `retention.ms` checks in that
+    /// order; otherwise the log-start check only.
+    pub fn delete_old_segments(&self) -> Result<RetentionResult> {
+        self.handle_io(self.delete_old_segments_inner())
+    }
+
+    fn delete_old_segments_inner(&self) -> Result<RetentionResult> {
+        self.check_writable()?;
+        let _guard = self.write_lock.lock();
+        self.check_open()?;
+        let config = self.config();
+        let mut result = RetentionResult::default();
+        self.delete_breached(RetentionReason::LogStartOffsetBreach, &mut result)?;
+        if config.delete() {
+            self.delete_breached(RetentionReason::RetentionSizeBreach, &mut result)?;
+            self.delete_breached(RetentionReason::RetentionMsBreach, &mut result)?;
+        }
+        self.local.delete_due_files(false)?;
+        result.log_start_offset = self.log_start_offset();
+        Ok(result)
+    }
+
+    fn delete_breached(&self, reason: RetentionReason, result: &mut RetentionResult) -> Result<()> {
+        let config = self.config();
+        let now = self.local.clock().milliseconds();
+        let log_start = self.log_start_offset();
+        let mut size_over = match reason {
+            RetentionReason::RetentionSizeBreach => {
+                let size = self.size_in_bytes() as i64;
+                if config.retention_bytes < 0 || size < config.retention_bytes {
+                    return Ok(());
+                }
+                size - config.retention_bytes
+            }
+            RetentionReason::RetentionMsBreach if config.retention_ms < 0 => return Ok(()),
+            _ => 0,
+        };
+        let mut predicate = |segment: &LogSegment, next: Option<&Arc<LogSegment>>| -> Result<bool> {
+            Ok(match reason {
+                RetentionReason::LogStartOffsetBreach => next.is_some_and(|n| n.base_offset() <= log_start),
+                RetentionReason::RetentionSizeBreach => {
+                    let fits = size_over - segment.size() as i64 >= 0;
+                    if fits {
+                        size_over -= segment.size() as i64;
+                    }
+                    fits
+                }
+                RetentionReason::RetentionMsBreach => {
+                    let largest = segment.largest_timestamp()?;
+                    if largest > now {
+                        result.warnings.push(format!(
+                            "segment {} of {} has largest timestamp {largest}, {} ms in the future; \
+                             retention.ms cannot delete it until then",
+                            segment.base_offset(),
+                            self.topic_partition,
+                            largest - now
+                        ));
+                    }
+                    now - largest > config.retention_ms
+                }
+            })
+        };
+        let deletable = self.deletable_segments(&mut predicate)?;
+        if deletable.is_empty() {
+            return Ok(());
+        }
+        let mut deleted = Vec::with_capacity(deletable.len());
+        for (segment, next_offset) in &deletable {
+            deleted.push(DeletedSegment {
+                base_offset: segment.base_offset(),
+                next_offset: *next_offset,
+                size: segment.size(),
+                largest_timestamp: segment.largest_timestamp()?,
+                reason,
+            });
+        }
+        let segments: Vec<_> = deletable.into_iter().map(|(s, _)| s).collect();
+        self.delete_segments(&segments, reason)?;
+        log::info!(
+            "deleted {} segments of {} ({}): base offsets {:?}; log start offset is now {}",
+            deleted.len(),
+            self.topic_partition,
+            reason.name(),
+            deleted.iter().map(|d| d.base_offset).collect::<Vec<_>>(),
+            self.log_start_offset()
+        );
+        result.deleted.extend(deleted);
+        Ok(())
+    }
+
+    /// Kafka's `deletableSegments`: oldest first, while the predicate holds, never a segment
+    /// reaching past the high watermark, never an empty last segment. Each comes with the
+    /// offset after it.
+    fn deletable_segments(&self, predicate: &mut SegmentPredicate<'_>) -> Result<Vec<(Arc<LogSegment>, i64)>> {
+        let segments = self.local.segments().values();
+        let (high_watermark, log_end) = {
+            let o = self.offsets.read();
+            (o.high_watermark, o.log_end)
+        };
+        let mut out = Vec::new();
+        for (i, segment) in segments.iter().enumerate() {
+            let next = segments.get(i + 1);
+            let upper_bound = next.map_or(log_end, |n| n.base_offset());
+            let last_and_empty = next.is_none() && segment.size() == 0;
+            if last_and_empty || high_watermark < upper_bound || !predicate(segment, next)? {
+                break;
+            }
+            out.push((segment.clone(), upper_bound));
+        }
+        Ok(out)
+    }
+
+    /// Kafka's `deleteSegments`: rolls first when every segment goes (a log always has one), moves
+    /// the log start offset past the deleted segments, then removes them and their producer
+    /// snapshots (renamed `.deleted`, unlinked after `file.delete.delay.ms`).
+    fn delete_segments(&self, deletable: &[Arc<LogSegment>], reason: RetentionReason) -> Result<()> {
+        let config = self.config();
+        let mut doomed = deletable.to_vec();
+        if self.local.segments().len() == doomed.len() {
+            let new_segment = self.roll_locked(None)?;
+            if doomed.last().is_some_and(|s| s.base_offset() == new_segment.base_offset()) {
+                log::warn!(
+                    "empty active segment at {} of {} was deleted and recreated due to {}",
+                    new_segment.base_offset(),
+                    self.topic_partition,
+                    reason.name()
+                );
+                doomed.pop();
+            }
+        }
+        if let Some(first_kept) =
+            self.local.segments().higher_segment(doomed.last().map_or(i64::MIN, |s| s.base_offset()))
+        {
+            let mut o = self.offsets.write();
+            let new_start = first_kept.base_offset().min(o.high_watermark);
+            if new_start > o.log_start {
+                o.log_start = new_start;
+                o.recovery_point = o.recovery_point.max(new_start);
+            }
+        }
+        self.local.remove_and_delete_segments(&doomed, &config)?;
+        let bases: Vec<i64> = deletable.iter().map(|s| s.base_offset()).collect();
+        self.local.delete_producer_snapshots(&bases, &config)
+    }
+}
