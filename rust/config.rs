@@ -454,7 +454,7 @@ struct KeyDef {
 
 /// An integer key's valid range.
 #[derive(Clone, Copy)]
-enum Range {
+pub(crate) enum Range {
     Any,
     AtLeast(i64),
     Between(i64, i64),
@@ -555,7 +555,7 @@ static KEYS: [KeyDef; 34] = [
     key!("unclean.leader.election.enable", unclean_leader_election_enable, bool),
 ];
 
-fn invalid(key: &str, value: impl fmt::Display, rule: impl Into<String>) -> Error {
+pub(crate) fn invalid(key: &str, value: impl fmt::Display, rule: impl Into<String>) -> Error {
     Error::invalid_config(key, value, rule)
 }
 
@@ -575,7 +575,7 @@ fn check_local_retention(local_key: &str, total_key: &str, local: i64, total: i6
 }
 
 /// Java's `String.trim`: strips every char `<= ' '` from both ends.
-fn java_trim(s: &str) -> &str {
+pub(crate) fn java_trim(s: &str) -> &str {
     s.trim_matches(|c: char| c <= ' ')
 }
 
@@ -585,7 +585,7 @@ fn is_java_space(c: char) -> bool {
 }
 
 /// Kafka's LIST parsing: trim, empty → empty list, else split on `\s*,\s*` keeping empty items.
-fn parse_list(raw: &str) -> Vec<String> {
+pub(crate) fn parse_list(raw: &str) -> Vec<String> {
     let trimmed = java_trim(raw);
     if trimmed.is_empty() {
         return Vec::new();
@@ -607,11 +607,11 @@ where
     }
 }
 
-fn parse_int(key: &str, raw: &str, range: Range) -> Result<i32> {
+pub(crate) fn parse_int(key: &str, raw: &str, range: Range) -> Result<i32> {
     parse_number(key, raw, range, "must be an integer (int32)")
 }
 
-fn parse_long(key: &str, raw: &str, range: Range) -> Result<i64> {
+pub(crate) fn parse_long(key: &str, raw: &str, range: Range) -> Result<i64> {
     parse_number(key, raw, range, "must be a long")
 }
 
@@ -621,7 +621,7 @@ fn parse_internal_int(key: &str, raw: &str) -> Result<Option<i32>> {
     parse_int(key, raw, Range::AtLeast(14)).map(Some)
 }
 
-fn parse_bool(key: &str, raw: &str) -> Result<bool> {
+pub(crate) fn parse_bool(key: &str, raw: &str) -> Result<bool> {
     let t = java_trim(raw);
     if t.eq_ignore_ascii_case("true") {
         Ok(true)
@@ -632,16 +632,23 @@ fn parse_bool(key: &str, raw: &str) -> Result<bool> {
     }
 }
 
+/// Parses a double (after trimming) with Rust's float syntax, which differs from Java's
+/// `Double.valueOf` only at the edges (no `d`/`f` suffixes or hex floats), then checks it with
+/// `valid`, whose rule `rule` names.
+pub(crate) fn parse_double(key: &str, raw: &str, valid: impl Fn(f64) -> bool, rule: &str) -> Result<f64> {
+    let not_double = |_| invalid(key, raw, "must be a double");
+    let v: f64 = java_trim(raw).parse().map_err(not_double)?;
+    if valid(v) {
+        Ok(v)
+    } else {
+        Err(invalid(key, raw, rule))
+    }
+}
+
 /// `min.cleanable.dirty.ratio`. Kafka lets `NaN` through its range check (every comparison with
 /// NaN is false); this module rejects it.
 fn parse_ratio(key: &str, raw: &str) -> Result<f64> {
-    let not_double = |_| invalid(key, raw, "must be a double");
-    let v: f64 = java_trim(raw).parse().map_err(not_double)?;
-    if (0.0..=1.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(invalid(key, raw, "must be in [0.0, 1.0]"))
-    }
+    parse_double(key, raw, |v| (0.0..=1.0).contains(&v), "must be in [0.0, 1.0]")
 }
 
 fn parse_compression(key: &str, raw: &str) -> Result<TopicCompression> {
@@ -671,7 +678,7 @@ fn parse_throttled(key: &str, raw: &str) -> Result<Vec<String>> {
 
 /// Java's `Double.toString` for finite values: plain decimal in `[1e-3, 1e7)`, else
 /// `d.dddE±n`, and always with a fractional digit.
-fn java_double(v: f64) -> String {
+pub(crate) fn java_double(v: f64) -> String {
     let magnitude = v.abs();
     if v == 0.0 || (1e-3..1e7).contains(&magnitude) {
         // Rust's Debug form is the shortest round-trip decimal and keeps a ".0".

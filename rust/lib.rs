@@ -10,7 +10,8 @@
 //! - [`segment`]: the `.log` file, one segment, the ordered set of segments;
 //! - [`log`]: file names, `LocalLog`, `UnifiedLog`, validation of appends;
 //! - [`checkpoint`]: `partition.metadata` and the other small files;
-//! - [`config`]: `LogConfig` with Kafka's keys, defaults and ranges.
+//! - [`config`]: `LogConfig` with Kafka's keys, defaults and ranges;
+//! - [`manager`]: the LogManager layer, so far its broker-level configuration.
 //!
 //! The Python module (`kafkalog._native`) lives in `python/` behind the `python` feature.
 //!
@@ -41,6 +42,7 @@ pub mod config;
 pub mod error;
 pub mod index;
 pub mod log;
+pub mod manager;
 pub mod record;
 pub mod segment;
 pub mod util;
@@ -51,3 +53,4 @@ mod python;
 pub use config::LogConfig;
 pub use error::{Error, Result};
 pub use log::unified_log::{FetchIsolation, LogOpenOptions, UnifiedLog};
+pub use manager::config::LogManagerConfig;

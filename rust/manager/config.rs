@@ -1,0 +1,1074 @@
+//! The broker-level configuration of a LogManager: what Kafka's `LogManager.apply`
+//! (`core/.../log/LogManager.scala`) reads from `KafkaConfig`, the `log.cleaner.*` keys of
+//! Kafka's `CleanerConfig`, and the broker synonym of every topic key. The synonyms give the
+//! default [`LogConfig`] for topics without overrides (Kafka's
+//! `new LogConfig(KafkaConfig.extractLogConfigMap)`).
+//!
+//! Names, types, defaults and ranges are Kafka 4.3.1's (`ServerLogConfigs`, `ServerConfigs`,
+//! `CleanerConfig`, `RemoteLogManagerConfig`, `ReplicationConfigs`, `KRaftConfigs`,
+//! `LogConfig.SERVER_CONFIG_DEF`), checked against the `ConfigDef`s in the 4.3.1 jars. Values
+//! parse as in [`crate::config`]. When several broker keys feed one topic key, the first one
+//! set wins, in the order of Kafka's `ServerTopicConfigSynonyms`:
+//! - `segment.ms`: `log.roll.ms`, else `log.roll.hours` (default 168).
+//! - `segment.jitter.ms`: `log.roll.jitter.ms`, else `log.roll.jitter.hours` (default 0).
+//! - `retention.ms`: `log.retention.ms`, else `log.retention.minutes`, else `log.retention.hours`
+//!   (default 168). A negative result means unlimited (-1), and 0 is rejected
+//!   (`KafkaConfig.logRetentionTimeMillis` and its start-up check).
+//! - `flush.ms`: `log.flush.interval.ms`, else `log.flush.scheduler.interval.ms`.
+//!
+//! kafkalog is stricter than Kafka here:
+//! - Every key must be known. Kafka ignores unknown broker keys with a warning. Here a topic key
+//!   such as `retention.ms` is rejected with the broker key to use instead. Any other unknown
+//!   key is rejected by name.
+//! - `log.dirs` or `log.dir` is required. Kafka defaults `log.dir` to `/tmp/kafka-logs`.
+//! - A directory listed twice is rejected. Paths are compared after making them absolute and
+//!   dropping `.` components and repeated or trailing `/`. Kafka silently drops exact repeats,
+//!   then fails at start-up on two entries with the same canonical path. Canonical paths
+//!   (symlinks resolved) are the LogManager's business, at start-up.
+//! - Kafka sets no range for `log.cleaner.io.buffer.load.factor` and
+//!   `log.cleaner.io.max.bytes.per.second`. Bad values break the cleaner, so here the load
+//!   factor must be in (0, 1] and the rate finite and positive.
+//! - Kafka's `ConfigDef` accepts `log.cleaner.threads=0`, but `KafkaConfig` then divides by it
+//!   and the broker does not start. [`LogManagerConfig::validate`] rejects it and says why.
+//!
+//! A plain value: not thread-safe to mutate; share it by cloning.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use crate::config::{invalid, java_double, java_trim, parse_bool, parse_double, parse_int, parse_list, parse_long};
+use crate::config::{LogConfig, Range};
+use crate::error::{Error, Result};
+
+/// Broker keys that Kafka 4.0 removed. Kafka 4.x ignores them with a warning.
+const REMOVED_KEYS: &[&str] =
+    &["log.message.downconversion.enable", "log.message.format.version", "log.message.timestamp.difference.max.ms"];
+
+const MINUTE_MS: i64 = 60 * 1000;
+const HOUR_MS: i64 = 60 * MINUTE_MS;
+const MIB: i64 = 1024 * 1024;
+const ZERO_RETENTION: &str = "must not be 0 (a negative value means unlimited retention)";
+
+/// The `log.cleaner.*` broker keys that configure the cleaner threads: Kafka's `CleanerConfig`
+/// (`storage/.../internals/log/CleanerConfig.java`). Kafka's class also carries
+/// `maxMessageSize`, which is `message.max.bytes`: read it from
+/// [`LogManagerConfig::log_config`]. The cleaner's topic synonyms
+/// (`log.cleaner.min.cleanable.ratio` and the rest) live in that `LogConfig` too.
+/// A plain value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CleanerConfig {
+    /// `log.cleaner.threads`: int, default 1, `>= 0`. `validate` then requires `>= 1`; see the
+    /// module docs.
+    pub num_threads: i32,
+    /// `log.cleaner.dedupe.buffer.size`: long, default 128 MiB. It must be above 1 MiB per
+    /// thread: `size / threads > 1048576`, in integer division (Kafka's start-up check).
+    pub dedupe_buffer_size: i64,
+    /// `log.cleaner.io.buffer.load.factor`: double, default 0.9. This is the dedupe map's load
+    /// factor, despite the name. Kafka sets no range; kafkalog requires (0, 1].
+    pub dedupe_buffer_load_factor: f64,
+    /// `log.cleaner.io.buffer.size`: int, default 512 KiB, `>= 0`.
+    pub io_buffer_size: i32,
+    /// `log.cleaner.io.max.bytes.per.second`: double, default `f64::MAX` (unthrottled). Kafka
+    /// sets no range; kafkalog requires a finite value `> 0`.
+    pub max_io_bytes_per_second: f64,
+    /// `log.cleaner.backoff.ms`: long, default 15000, `>= 0`. The sleep when no log needs
+    /// cleaning.
+    pub backoff_ms: i64,
+    /// `log.cleaner.enable`: boolean, default true. Deprecated since Kafka 4.1, to be removed
+    /// in 5.0.
+    pub enable_cleaner: bool,
+}
+
+impl Default for CleanerConfig {
+    /// Kafka 4.3.1's defaults.
+    fn default() -> Self {
+        Self {
+            num_threads: 1,
+            dedupe_buffer_size: 128 * MIB,
+            dedupe_buffer_load_factor: 0.9,
+            io_buffer_size: 512 * 1024,
+            max_io_bytes_per_second: f64::MAX,
+            backoff_ms: 15_000,
+            enable_cleaner: true,
+        }
+    }
+}
+
+impl CleanerConfig {
+    /// Kafka's start-up check: at least one thread, and more than 1 MiB of dedupe buffer per
+    /// thread.
+    fn validate(&self) -> Result<()> {
+        let (threads, size) = (self.num_threads, self.dedupe_buffer_size);
+        if threads < 1 {
+            let rule = "must be >= 1: Kafka 4.3.1 accepts 0, then fails to start dividing \
+                        log.cleaner.dedupe.buffer.size by it";
+            return Err(invalid("log.cleaner.threads", threads, rule));
+        }
+        if size / i64::from(threads) <= MIB {
+            let rule = format!(
+                "must be more than 1 MiB per cleaner thread: {size} / log.cleaner.threads ({threads}) \
+                 must be > {MIB}"
+            );
+            return Err(invalid("log.cleaner.dedupe.buffer.size", size, rule));
+        }
+        Ok(())
+    }
+}
+
+/// `cordoned.log.dirs` as given: `*` or a list of directories.
+#[derive(Clone, Debug, PartialEq)]
+enum Cordoned {
+    All,
+    Dirs(Vec<PathBuf>),
+}
+
+/// The broker keys that are resolved into `segment.ms`, `segment.jitter.ms`, `retention.ms` and
+/// `flush.ms`, kept as given so that precedence does not depend on the order of `set` calls.
+#[derive(Clone, Debug, PartialEq)]
+struct TimeSynonyms {
+    roll_ms: Option<i64>,
+    roll_hours: i32,
+    roll_jitter_ms: Option<i64>,
+    roll_jitter_hours: i32,
+    retention_ms: Option<i64>,
+    retention_minutes: Option<i32>,
+    retention_hours: i32,
+    flush_interval_ms: Option<i64>,
+    flush_scheduler_interval_ms: i64,
+}
+
+impl Default for TimeSynonyms {
+    fn default() -> Self {
+        Self {
+            roll_ms: None,
+            roll_hours: 168,
+            roll_jitter_ms: None,
+            roll_jitter_hours: 0,
+            retention_ms: None,
+            retention_minutes: None,
+            retention_hours: 168,
+            flush_interval_ms: None,
+            flush_scheduler_interval_ms: i64::MAX,
+        }
+    }
+}
+
+impl TimeSynonyms {
+    /// The `retention.ms` synonym that wins: its key, its value as given, and that value in ms
+    /// (before negatives become -1).
+    fn retention(&self) -> (&'static str, i64, i64) {
+        match (self.retention_ms, self.retention_minutes) {
+            (Some(ms), _) => ("log.retention.ms", ms, ms),
+            (None, Some(min)) => ("log.retention.minutes", min.into(), i64::from(min) * MINUTE_MS),
+            (None, None) => {
+                let hours = self.retention_hours;
+                ("log.retention.hours", hours.into(), i64::from(hours) * HOUR_MS)
+            }
+        }
+    }
+
+    /// The broker key that gave `topic_key` its value, for the four resolved topic keys.
+    fn source(&self, topic_key: &str) -> Option<&'static str> {
+        let pick = |first: Option<i64>, a, b| Some(if first.is_some() { a } else { b });
+        match topic_key {
+            "segment.ms" => pick(self.roll_ms, "log.roll.ms", "log.roll.hours"),
+            "segment.jitter.ms" => pick(self.roll_jitter_ms, "log.roll.jitter.ms", "log.roll.jitter.hours"),
+            "retention.ms" => Some(self.retention().0),
+            "flush.ms" => pick(self.flush_interval_ms, "log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+            _ => None,
+        }
+    }
+}
+
+/// The broker-level configuration of a LogManager: the part of Kafka's `KafkaConfig` that
+/// `LogManager` reads. Field names follow `LogManager`'s constructor.
+///
+/// Keys that stand alone are public fields. Setting one directly skips its range check, and
+/// [`LogManagerConfig::validate`] makes the check again. Keys that feed another value (the log
+/// dirs, the cordoned dirs, every topic synonym) are read through methods, so they cannot
+/// disagree with [`LogManagerConfig::log_config`].
+///
+/// `Default` gives Kafka 4.3.1's defaults, `node.id` 1, and no log dirs, so `validate` fails
+/// until a dir is given. A plain value: not thread-safe to mutate; share it by cloning.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogManagerConfig {
+    /// `log.retention.check.interval.ms`: long, default 300000 (5 minutes), `>= 1`. How often
+    /// retention runs (Kafka's `retentionCheckMs`).
+    pub retention_check_ms: i64,
+    /// `log.flush.offset.checkpoint.interval.ms`: int, default 60000, `>= 0`. How often
+    /// `recovery-point-offset-checkpoint` is written (`flushRecoveryOffsetCheckpointMs`).
+    pub flush_recovery_offset_checkpoint_ms: i32,
+    /// `log.flush.start.offset.checkpoint.interval.ms`: int, default 60000, `>= 0`. How often
+    /// `log-start-offset-checkpoint` is written (`flushStartOffsetCheckpointMs`).
+    pub flush_start_offset_checkpoint_ms: i32,
+    /// `num.recovery.threads.per.data.dir`: int, default 2, `>= 1`. Threads per log dir for
+    /// recovery at start-up and flushing at shutdown (`recoveryThreadsPerDataDir`).
+    pub recovery_threads_per_data_dir: i32,
+    /// `log.initial.task.delay.ms`: internal long, default 30000, `>= 0`. The delay before the
+    /// first run of each scheduled task (`initialTaskDelayMs`; Kafka: "for testing only").
+    pub initial_task_delay_ms: i64,
+    /// `log.dir.failure.timeout.ms`: long, default 30000, `>= 1`. In Kafka, a broker that
+    /// cannot tell the controller about a failed log dir for this long shuts down.
+    pub log_dir_failure_timeout_ms: i64,
+    /// `node.id`: int, `>= 0`, written to `meta.properties`. Kafka requires it (`KRaftConfigs`
+    /// gives no default); kafkalog defaults to 1.
+    pub node_id: i32,
+    /// `cluster.id`: kafkalog's own key. Kafka has no such broker key; it reads the cluster id
+    /// from `meta.properties`, which `kafka-storage format` writes. It must be ASCII letters,
+    /// digits, `-` and `_` (the alphabet of Kafka's base64 `Uuid`s), so it needs no escaping in
+    /// `meta.properties`. `None`: the manager uses the id found in `meta.properties`, or
+    /// generates one.
+    pub cluster_id: Option<String>,
+    /// The `log.cleaner.*` keys of the cleaner threads.
+    pub cleaner: CleanerConfig,
+    log_dirs: Option<Vec<PathBuf>>,
+    log_dir: Option<Vec<PathBuf>>,
+    cordoned: Cordoned,
+    times: TimeSynonyms,
+    log_config: LogConfig,
+}
+
+impl Default for LogManagerConfig {
+    fn default() -> Self {
+        let mut config = Self {
+            retention_check_ms: 5 * MINUTE_MS,
+            flush_recovery_offset_checkpoint_ms: 60_000,
+            flush_start_offset_checkpoint_ms: 60_000,
+            recovery_threads_per_data_dir: 2,
+            initial_task_delay_ms: 30_000,
+            log_dir_failure_timeout_ms: 30_000,
+            node_id: 1,
+            cluster_id: None,
+            cleaner: CleanerConfig::default(),
+            log_dirs: None,
+            log_dir: None,
+            cordoned: Cordoned::Dirs(Vec::new()),
+            times: TimeSynonyms::default(),
+            log_config: LogConfig::default(),
+        };
+        config.resolve_synonyms();
+        config
+    }
+}
+
+impl LogManagerConfig {
+    /// Builds a config from `(key, value)` pairs, starting from the defaults. It applies each
+    /// pair with [`LogManagerConfig::set`], then runs [`LogManagerConfig::validate`].
+    ///
+    /// # Errors
+    /// `InvalidConfig` for an unknown key, a topic key, a value that does not parse or is out of
+    /// range, or a failed cross-key check (including "no log dirs").
+    pub fn from_props<'a, I: IntoIterator<Item = (&'a str, &'a str)>>(props: I) -> Result<Self> {
+        let mut config = Self::default();
+        for (key, value) in props {
+            config.set(key, value)?;
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Parses, checks and applies one key. On error the config is unchanged. Synonyms are
+    /// resolved after each key, so the order of `set` calls does not matter. Cross-key checks
+    /// are left to [`LogManagerConfig::validate`].
+    ///
+    /// # Errors
+    /// `InvalidConfig` naming the key, the value and the rule it breaks. For a topic key, the
+    /// rule names the broker key to use instead.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let Ok(i) = KEYS.binary_search_by(|def| def.name.cmp(key)) else {
+            return Err(unknown_key(key, value));
+        };
+        let def = &KEYS[i];
+        match def.kind {
+            Kind::Topic(topic) => self.log_config.set(topic, value).map_err(|e| renamed(e, def.name)),
+            Kind::Own { set, .. } => {
+                set(self, def.name, value)?;
+                self.resolve_synonyms();
+                Ok(())
+            }
+        }
+    }
+
+    /// The checks Kafka 4.3.1 makes at start-up (`KafkaConfig.validateValues`,
+    /// `validateCordonedLogDirs`, and `LogConfig.validateBrokerLogConfigValues` in
+    /// `LogManager.apply`), after re-checking every value against its key's range:
+    /// - at least one log dir, from `log.dirs` or `log.dir`;
+    /// - every `cordoned.log.dirs` entry is one of the log dirs;
+    /// - the winning `retention.ms` synonym is not 0;
+    /// - the topic defaults pass [`LogConfig::validate`]: `flush.ms >= 0` (which catches a
+    ///   negative `log.flush.scheduler.interval.ms` when `log.flush.interval.ms` is not set), and
+    ///   `log.cleaner.min.compaction.lag.ms <= log.cleaner.max.compaction.lag.ms`;
+    /// - `log.cleaner.threads >= 1`, and more than 1 MiB of dedupe buffer per thread.
+    ///
+    /// # Errors
+    /// `InvalidConfig` naming the broker key that gave the offending value, and the rule.
+    pub fn validate(&self) -> Result<()> {
+        let mut scratch = Self::default();
+        for (key, value) in self.to_props() {
+            scratch.set(key, &value)?;
+        }
+        self.validate_dirs()?;
+        let (key, given, ms) = self.times.retention();
+        if ms == 0 {
+            return Err(invalid(key, given, ZERO_RETENTION));
+        }
+        self.log_config.validate().map_err(|err| self.topic_error(err))?;
+        self.cleaner.validate()
+    }
+
+    /// Every key with its current value, in [`LogManagerConfig::names`] order, printed as Kafka
+    /// prints it. Keys without a value are left out: `log.dirs`, `log.dir`, `cluster.id`,
+    /// `internal.segment.bytes`, and the synonyms `log.roll.ms`, `log.roll.jitter.ms`,
+    /// `log.retention.ms`, `log.retention.minutes` and `log.flush.interval.ms` until set.
+    #[must_use]
+    pub fn to_props(&self) -> Vec<(&'static str, String)> {
+        let topic = self.log_config.to_props();
+        let topic_value = |t: &str| topic.iter().find(|(k, _)| *k == t).map(|(_, v)| v.clone());
+        let value = |def: &KeyDef| match def.kind {
+            Kind::Topic(t) => topic_value(t),
+            Kind::Own { get, .. } => get(self),
+        };
+        KEYS.iter().filter_map(|def| value(def).map(|v| (def.name, v))).collect()
+    }
+
+    /// Every key this config accepts, sorted.
+    #[must_use]
+    pub fn names() -> &'static [&'static str] {
+        static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+        NAMES.get_or_init(|| KEYS.iter().map(|def| def.name).collect())
+    }
+
+    /// The log dirs (Kafka's `logDirs`): `log.dirs` if set, else `log.dir`, each absolute and
+    /// without a trailing `/`. A relative path is resolved against the current directory when
+    /// its key is set. Empty until one of them is set.
+    #[must_use]
+    pub fn log_dirs(&self) -> &[PathBuf] {
+        self.log_dirs.as_deref().or(self.log_dir.as_deref()).unwrap_or_default()
+    }
+
+    /// The cordoned log dirs (Kafka's `cordonedLogDirs`, KIP-1066): new partitions are not
+    /// placed in them. `cordoned.log.dirs`: list, default empty; `*` cordons every log dir.
+    #[must_use]
+    pub fn cordoned_log_dirs(&self) -> &[PathBuf] {
+        match &self.cordoned {
+            Cordoned::All => self.log_dirs(),
+            Cordoned::Dirs(dirs) => dirs,
+        }
+    }
+
+    /// `log.flush.scheduler.interval.ms`: long, default `i64::MAX`, any value. How often the
+    /// flusher checks for logs to flush (Kafka's `flushCheckMs`). It is also the topics'
+    /// `flush.ms` when `log.flush.interval.ms` is not set.
+    #[must_use]
+    pub fn flush_check_ms(&self) -> i64 {
+        self.times.flush_scheduler_interval_ms
+    }
+
+    /// The defaults for topics without overrides, built from the broker synonyms (Kafka's
+    /// `new LogConfig(KafkaConfig.extractLogConfigMap)`).
+    #[must_use]
+    pub fn log_config(&self) -> &LogConfig {
+        &self.log_config
+    }
+
+    /// Kafka's `KafkaConfig` getters `logRollTimeMillis`, `logRollTimeJitterMillis`,
+    /// `logRetentionTimeMillis` and `logFlushIntervalMs`.
+    fn resolve_synonyms(&mut self) {
+        let (t, c) = (&self.times, &mut self.log_config);
+        c.segment_ms = t.roll_ms.unwrap_or(i64::from(t.roll_hours) * HOUR_MS);
+        c.segment_jitter_ms = t.roll_jitter_ms.unwrap_or(i64::from(t.roll_jitter_hours) * HOUR_MS);
+        c.retention_ms = t.retention().2.max(-1);
+        c.flush_ms = t.flush_interval_ms.unwrap_or(t.flush_scheduler_interval_ms);
+    }
+
+    fn validate_dirs(&self) -> Result<()> {
+        let dirs = self.log_dirs();
+        if dirs.is_empty() {
+            return Err(invalid("log.dirs", "", "at least one directory is required (set log.dirs or log.dir)"));
+        }
+        if let Cordoned::Dirs(cordoned) = &self.cordoned {
+            let missing: Vec<&PathBuf> = cordoned.iter().filter(|d| !dirs.contains(d)).collect();
+            if !missing.is_empty() {
+                let rule =
+                    format!("every entry must be a log dir (of log.dirs or log.dir); missing: {}", join(missing));
+                return Err(invalid("cordoned.log.dirs", join(cordoned), rule));
+            }
+        }
+        Ok(())
+    }
+
+    /// Renames a `LogConfig` error to the broker key that gave the value.
+    fn topic_error(&self, err: Error) -> Error {
+        match err {
+            Error::InvalidConfig { key, value, reason } => {
+                let source = self.times.source(&key).or_else(|| first_synonym(&key)).unwrap_or(&key).to_string();
+                let reason =
+                    if source == key { reason } else { format!("{reason} (as {key}, the default for topics)") };
+                Error::InvalidConfig { key: source, value, reason }
+            }
+            other => other,
+        }
+    }
+}
+
+/// The broker key Kafka reads first for topic key `topic`, if any.
+fn first_synonym(topic: &str) -> Option<&'static str> {
+    let resolved = match topic {
+        "segment.ms" => Some("log.roll.ms"),
+        "segment.jitter.ms" => Some("log.roll.jitter.ms"),
+        "retention.ms" => Some("log.retention.ms"),
+        "flush.ms" => Some("log.flush.interval.ms"),
+        _ => None,
+    };
+    resolved.or_else(|| KEYS.iter().find(|def| matches!(def.kind, Kind::Topic(t) if t == topic)).map(|def| def.name))
+}
+
+fn unknown_key(key: &str, value: &str) -> Error {
+    let rule = if let Some(broker) = first_synonym(key) {
+        format!("a topic config; at broker level use {broker}")
+    } else if LogConfig::names().contains(&key) {
+        "a topic config with no broker-level synonym; set it per topic".to_string()
+    } else if REMOVED_KEYS.contains(&key) {
+        "removed in Kafka 4.0".to_string()
+    } else {
+        format!("unknown log manager config (known keys: {})", LogManagerConfig::names().join(", "))
+    };
+    invalid(key, value, rule)
+}
+
+fn renamed(err: Error, key: &str) -> Error {
+    match err {
+        Error::InvalidConfig { value, reason, .. } => Error::InvalidConfig { key: key.to_string(), value, reason },
+        other => other,
+    }
+}
+
+/// Kafka's list form of some paths.
+fn join<'a>(dirs: impl IntoIterator<Item = &'a PathBuf>) -> String {
+    dirs.into_iter().map(|d| d.to_string_lossy()).collect::<Vec<_>>().join(",")
+}
+
+/// A list of paths, each made absolute and normalised, none repeated; may be empty.
+fn parse_paths(key: &str, raw: &str) -> Result<Vec<PathBuf>> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for item in parse_list(raw) {
+        if item.is_empty() {
+            return Err(invalid(key, raw, "elements must not be empty"));
+        }
+        let dir = absolute(&item).map_err(|e| invalid(key, raw, format!("cannot make {item:?} absolute: {e}")))?;
+        if dirs.contains(&dir) {
+            let rule = format!("lists {} twice (compared as absolute paths without trailing /)", dir.display());
+            return Err(invalid(key, raw, rule));
+        }
+        dirs.push(dir);
+    }
+    Ok(dirs)
+}
+
+/// The absolute form of `dir`, without `.` components and repeated or trailing `/`. Symlinks and
+/// `..` are left alone.
+fn absolute(dir: &str) -> io::Result<PathBuf> {
+    Ok(std::path::absolute(dir)?.components().collect())
+}
+
+/// `log.dirs` / `log.dir`: a non-empty list of directories.
+fn parse_dirs(key: &str, raw: &str) -> Result<Option<Vec<PathBuf>>> {
+    let dirs = parse_paths(key, raw)?;
+    if dirs.is_empty() {
+        return Err(invalid(key, raw, "must name at least one directory"));
+    }
+    Ok(Some(dirs))
+}
+
+fn parse_cordoned(key: &str, raw: &str) -> Result<Cordoned> {
+    let items = parse_list(raw);
+    if !items.iter().any(|item| item == "*") {
+        return parse_paths(key, raw).map(Cordoned::Dirs);
+    }
+    if items.len() == 1 {
+        Ok(Cordoned::All)
+    } else {
+        Err(invalid(key, raw, "\"*\" (every log dir) must be the only entry"))
+    }
+}
+
+impl fmt::Display for Cordoned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cordoned::All => f.write_str("*"),
+            Cordoned::Dirs(dirs) => f.write_str(&join(dirs)),
+        }
+    }
+}
+
+fn parse_cluster_id(key: &str, raw: &str) -> Result<String> {
+    let id = java_trim(raw);
+    if !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        Ok(id.to_string())
+    } else {
+        Err(invalid(key, raw, "must be non-empty ASCII letters, digits, '-' and '_' (a base64 Uuid's alphabet)"))
+    }
+}
+
+/// `log.retention.ms`: any long but 0. When set it always wins, so 0 is rejected at once.
+fn parse_retention_ms(key: &str, raw: &str) -> Result<i64> {
+    match parse_long(key, raw, Range::Any)? {
+        0 => Err(invalid(key, raw, ZERO_RETENTION)),
+        ms => Ok(ms),
+    }
+}
+
+/// One key: either a topic synonym applied straight to `log_config`, or a key of its own.
+struct KeyDef {
+    name: &'static str,
+    kind: Kind,
+}
+
+enum Kind {
+    /// A broker synonym that sets this topic key of `log_config`, with the same type and range.
+    Topic(&'static str),
+    /// A key stored here: how to parse it into its field and how to print it back.
+    Own {
+        set: fn(&mut LogManagerConfig, &'static str, &str) -> Result<()>,
+        get: fn(&LogManagerConfig) -> Option<String>,
+    },
+}
+
+macro_rules! topic {
+    ($name:literal, $topic:literal) => {
+        KeyDef { name: $name, kind: Kind::Topic($topic) }
+    };
+}
+
+/// `own!(name, field.path, PARSE[, SHOW])`. PARSE is `int RANGE`, `long RANGE`, `bool`,
+/// `opt PARSE_FN` (an optional field printed when set) or a `fn(key, raw) -> Result<T>`.
+macro_rules! own {
+    ($name:literal, $($field:ident).+, int $range:expr) => {
+        own!($name, $($field).+, |k, v| parse_int(k, v, $range))
+    };
+    ($name:literal, $($field:ident).+, long $range:expr) => {
+        own!($name, $($field).+, |k, v| parse_long(k, v, $range))
+    };
+    ($name:literal, $($field:ident).+, bool) => {
+        own!($name, $($field).+, parse_bool)
+    };
+    ($name:literal, $($field:ident).+, opt $parse:expr) => {
+        own!($name, $($field).+, |k, v| ($parse)(k, v).map(Some),
+            |c: &LogManagerConfig| c.$($field).+.as_ref().map(ToString::to_string))
+    };
+    ($name:literal, $($field:ident).+, $parse:expr) => {
+        own!($name, $($field).+, $parse, |c: &LogManagerConfig| Some(c.$($field).+.to_string()))
+    };
+    ($name:literal, $($field:ident).+, $parse:expr, $show:expr) => {
+        KeyDef {
+            name: $name,
+            kind: Kind::Own {
+                set: |c, k, v| {
+                    c.$($field).+ = ($parse)(k, v)?;
+                    Ok(())
+                },
+                get: $show,
+            },
+        }
+    };
+}
+
+/// Every key, sorted by name (`set` binary-searches this table).
+#[rustfmt::skip]
+static KEYS: [KeyDef; 52] = [
+    own!("cluster.id", cluster_id, opt parse_cluster_id),
+    topic!("compression.gzip.level", "compression.gzip.level"),
+    topic!("compression.lz4.level", "compression.lz4.level"),
+    topic!("compression.type", "compression.type"),
+    topic!("compression.zstd.level", "compression.zstd.level"),
+    own!("cordoned.log.dirs", cordoned, parse_cordoned),
+    // kafkalog's test hook: Kafka 4.3.1 has no broker synonym for this internal topic key.
+    topic!("internal.segment.bytes", "internal.segment.bytes"),
+    own!("log.cleaner.backoff.ms", cleaner.backoff_ms, long Range::AtLeast(0)),
+    own!("log.cleaner.dedupe.buffer.size", cleaner.dedupe_buffer_size, long Range::Any),
+    topic!("log.cleaner.delete.retention.ms", "delete.retention.ms"),
+    own!("log.cleaner.enable", cleaner.enable_cleaner, bool),
+    own!("log.cleaner.io.buffer.load.factor", cleaner.dedupe_buffer_load_factor,
+        |k, v| parse_double(k, v, |f| f > 0.0 && f <= 1.0, "must be in (0.0, 1.0]"),
+        |c| Some(java_double(c.cleaner.dedupe_buffer_load_factor))),
+    own!("log.cleaner.io.buffer.size", cleaner.io_buffer_size, int Range::AtLeast(0)),
+    own!("log.cleaner.io.max.bytes.per.second", cleaner.max_io_bytes_per_second,
+        |k, v| parse_double(k, v, |f| f.is_finite() && f > 0.0, "must be finite and > 0"),
+        |c| Some(java_double(c.cleaner.max_io_bytes_per_second))),
+    topic!("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms"),
+    topic!("log.cleaner.min.cleanable.ratio", "min.cleanable.dirty.ratio"),
+    topic!("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms"),
+    own!("log.cleaner.threads", cleaner.num_threads, int Range::AtLeast(0)),
+    topic!("log.cleanup.policy", "cleanup.policy"),
+    own!("log.dir", log_dir, parse_dirs, |c| c.log_dir.as_ref().map(join)),
+    own!("log.dir.failure.timeout.ms", log_dir_failure_timeout_ms, long Range::AtLeast(1)),
+    own!("log.dirs", log_dirs, parse_dirs, |c| c.log_dirs.as_ref().map(join)),
+    topic!("log.flush.interval.messages", "flush.messages"),
+    own!("log.flush.interval.ms", times.flush_interval_ms, opt |k, v| parse_long(k, v, Range::AtLeast(0))),
+    own!("log.flush.offset.checkpoint.interval.ms", flush_recovery_offset_checkpoint_ms, int Range::AtLeast(0)),
+    own!("log.flush.scheduler.interval.ms", times.flush_scheduler_interval_ms, long Range::Any),
+    own!("log.flush.start.offset.checkpoint.interval.ms", flush_start_offset_checkpoint_ms, int Range::AtLeast(0)),
+    topic!("log.index.interval.bytes", "index.interval.bytes"),
+    topic!("log.index.size.max.bytes", "segment.index.bytes"),
+    own!("log.initial.task.delay.ms", initial_task_delay_ms, long Range::AtLeast(0)),
+    topic!("log.local.retention.bytes", "local.retention.bytes"),
+    topic!("log.local.retention.ms", "local.retention.ms"),
+    topic!("log.message.timestamp.after.max.ms", "message.timestamp.after.max.ms"),
+    topic!("log.message.timestamp.before.max.ms", "message.timestamp.before.max.ms"),
+    topic!("log.message.timestamp.type", "message.timestamp.type"),
+    topic!("log.preallocate", "preallocate"),
+    topic!("log.retention.bytes", "retention.bytes"),
+    own!("log.retention.check.interval.ms", retention_check_ms, long Range::AtLeast(1)),
+    own!("log.retention.hours", times.retention_hours, int Range::Any),
+    own!("log.retention.minutes", times.retention_minutes, opt |k, v| parse_int(k, v, Range::Any)),
+    own!("log.retention.ms", times.retention_ms, opt parse_retention_ms),
+    own!("log.roll.hours", times.roll_hours, int Range::AtLeast(1)),
+    own!("log.roll.jitter.hours", times.roll_jitter_hours, int Range::AtLeast(0)),
+    own!("log.roll.jitter.ms", times.roll_jitter_ms, opt |k, v| parse_long(k, v, Range::AtLeast(0))),
+    own!("log.roll.ms", times.roll_ms, opt |k, v| parse_long(k, v, Range::AtLeast(1))),
+    topic!("log.segment.bytes", "segment.bytes"),
+    topic!("log.segment.delete.delay.ms", "file.delete.delay.ms"),
+    topic!("message.max.bytes", "max.message.bytes"),
+    topic!("min.insync.replicas", "min.insync.replicas"),
+    own!("node.id", node_id, int Range::AtLeast(0)),
+    own!("num.recovery.threads.per.data.dir", recovery_threads_per_data_dir, int Range::AtLeast(1)),
+    topic!("unclean.leader.election.enable", "unclean.leader.election.enable"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Props = &'static [(&'static str, &'static str)];
+
+    /// Kafka 4.3.1's defaults as its `ConfigDef` prints them, for every key that has one
+    /// (`node.id` is kafkalog's; Kafka requires it).
+    #[rustfmt::skip]
+    const KAFKA_DEFAULTS: Props = &[
+        ("compression.gzip.level", "-1"), ("compression.lz4.level", "9"),
+        ("compression.type", "producer"), ("compression.zstd.level", "3"),
+        ("cordoned.log.dirs", ""), ("log.cleaner.backoff.ms", "15000"),
+        ("log.cleaner.dedupe.buffer.size", "134217728"),
+        ("log.cleaner.delete.retention.ms", "86400000"), ("log.cleaner.enable", "true"),
+        ("log.cleaner.io.buffer.load.factor", "0.9"), ("log.cleaner.io.buffer.size", "524288"),
+        ("log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308"),
+        ("log.cleaner.max.compaction.lag.ms", "9223372036854775807"),
+        ("log.cleaner.min.cleanable.ratio", "0.5"), ("log.cleaner.min.compaction.lag.ms", "0"),
+        ("log.cleaner.threads", "1"), ("log.cleanup.policy", "delete"),
+        ("log.dir.failure.timeout.ms", "30000"),
+        ("log.flush.interval.messages", "9223372036854775807"),
+        ("log.flush.offset.checkpoint.interval.ms", "60000"),
+        ("log.flush.scheduler.interval.ms", "9223372036854775807"),
+        ("log.flush.start.offset.checkpoint.interval.ms", "60000"),
+        ("log.index.interval.bytes", "4096"), ("log.index.size.max.bytes", "10485760"),
+        ("log.initial.task.delay.ms", "30000"), ("log.local.retention.bytes", "-2"),
+        ("log.local.retention.ms", "-2"), ("log.message.timestamp.after.max.ms", "3600000"),
+        ("log.message.timestamp.before.max.ms", "9223372036854775807"),
+        ("log.message.timestamp.type", "CreateTime"), ("log.preallocate", "false"),
+        ("log.retention.bytes", "-1"), ("log.retention.check.interval.ms", "300000"),
+        ("log.retention.hours", "168"), ("log.roll.hours", "168"), ("log.roll.jitter.hours", "0"),
+        ("log.segment.bytes", "1073741824"), ("log.segment.delete.delay.ms", "60000"),
+        ("message.max.bytes", "1048588"), ("min.insync.replicas", "1"), ("node.id", "1"),
+        ("num.recovery.threads.per.data.dir", "2"), ("unclean.leader.election.enable", "false"),
+    ];
+
+    /// Keys whose Kafka default is null (or, for `log.dir`, `/tmp/kafka-logs`, which kafkalog
+    /// drops), plus kafkalog's own `cluster.id` and `internal.segment.bytes`.
+    const UNSET_BY_DEFAULT: &[&str] = &[
+        "cluster.id",
+        "internal.segment.bytes",
+        "log.dir",
+        "log.dirs",
+        "log.flush.interval.ms",
+        "log.retention.minutes",
+        "log.retention.ms",
+        "log.roll.jitter.ms",
+        "log.roll.ms",
+    ];
+
+    /// Kafka's `ServerTopicConfigSynonyms` (first synonym of each topic key first), as
+    /// (broker key, value, topic key, resulting topic value).
+    #[rustfmt::skip]
+    const SYNONYMS: &[(&str, &str, &str, &str)] = &[
+        ("log.segment.bytes", "2097152", "segment.bytes", "2097152"),
+        ("log.roll.ms", "5", "segment.ms", "5"),
+        ("log.roll.hours", "2", "segment.ms", "7200000"),
+        ("log.roll.jitter.ms", "5", "segment.jitter.ms", "5"),
+        ("log.roll.jitter.hours", "1", "segment.jitter.ms", "3600000"),
+        ("log.index.size.max.bytes", "4096", "segment.index.bytes", "4096"),
+        ("log.flush.interval.messages", "7", "flush.messages", "7"),
+        ("log.flush.interval.ms", "7", "flush.ms", "7"),
+        ("log.flush.scheduler.interval.ms", "8", "flush.ms", "8"),
+        ("log.retention.bytes", "9", "retention.bytes", "9"),
+        ("log.retention.ms", "10", "retention.ms", "10"),
+        ("log.retention.ms", "-7", "retention.ms", "-1"),
+        ("log.retention.minutes", "2", "retention.ms", "120000"),
+        ("log.retention.minutes", "-1", "retention.ms", "-1"),
+        ("log.retention.hours", "1", "retention.ms", "3600000"),
+        ("log.retention.hours", "-3", "retention.ms", "-1"),
+        ("message.max.bytes", "100", "max.message.bytes", "100"),
+        ("log.index.interval.bytes", "10", "index.interval.bytes", "10"),
+        ("log.cleaner.delete.retention.ms", "11", "delete.retention.ms", "11"),
+        ("log.cleaner.min.compaction.lag.ms", "12", "min.compaction.lag.ms", "12"),
+        ("log.cleaner.max.compaction.lag.ms", "13", "max.compaction.lag.ms", "13"),
+        ("log.segment.delete.delay.ms", "14", "file.delete.delay.ms", "14"),
+        ("log.cleaner.min.cleanable.ratio", " .25", "min.cleanable.dirty.ratio", "0.25"),
+        ("log.cleanup.policy", "delete,compact", "cleanup.policy", "compact,delete"),
+        ("unclean.leader.election.enable", "TRUE", "unclean.leader.election.enable", "true"),
+        ("min.insync.replicas", "2", "min.insync.replicas", "2"),
+        ("compression.type", "zstd", "compression.type", "zstd"),
+        ("compression.gzip.level", "5", "compression.gzip.level", "5"),
+        ("compression.lz4.level", "10", "compression.lz4.level", "10"),
+        ("compression.zstd.level", "-5", "compression.zstd.level", "-5"),
+        ("log.preallocate", "true", "preallocate", "true"),
+        ("log.message.timestamp.type", "LogAppendTime", "message.timestamp.type", "LogAppendTime"),
+        ("log.message.timestamp.before.max.ms", "15", "message.timestamp.before.max.ms", "15"),
+        ("log.message.timestamp.after.max.ms", "16", "message.timestamp.after.max.ms", "16"),
+        ("log.local.retention.ms", "17", "local.retention.ms", "17"),
+        ("log.local.retention.bytes", "18", "local.retention.bytes", "18"),
+        ("internal.segment.bytes", "1024", "internal.segment.bytes", "1024"),
+    ];
+
+    /// (key, just inside, just outside, rule) for every range and type bound `set` checks.
+    #[rustfmt::skip]
+    const BOUNDARIES: &[(&str, &str, &str, &str)] = &[
+        ("log.retention.check.interval.ms", "1", "0", "must be >= 1"),
+        ("log.flush.offset.checkpoint.interval.ms", "0", "-1", "must be >= 0"),
+        ("log.flush.start.offset.checkpoint.interval.ms", "0", "-1", "must be >= 0"),
+        ("num.recovery.threads.per.data.dir", "1", "0", "must be >= 1"),
+        ("log.initial.task.delay.ms", "0", "-1", "must be >= 0"),
+        ("log.dir.failure.timeout.ms", "1", "0", "must be >= 1"),
+        ("node.id", "0", "-1", "must be >= 0"),
+        ("log.cleaner.threads", "0", "-1", "must be >= 0"),
+        ("log.cleaner.io.buffer.size", "0", "-1", "must be >= 0"),
+        ("log.cleaner.backoff.ms", "0", "-1", "must be >= 0"),
+        ("log.cleaner.io.buffer.load.factor", "1.0", "1.0000001", "must be in (0.0, 1.0]"),
+        ("log.cleaner.io.buffer.load.factor", "1.0E-4", "0", "must be in (0.0, 1.0]"),
+        ("log.cleaner.io.max.bytes.per.second", "4.9E-324", "0", "must be finite and > 0"),
+        ("log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", "inf", "must be finite"),
+        ("log.roll.ms", "1", "0", "must be >= 1"),
+        ("log.roll.hours", "1", "0", "must be >= 1"),
+        ("log.roll.hours", "2147483647", "2147483648", "must be an integer (int32)"),
+        ("log.roll.jitter.ms", "0", "-1", "must be >= 0"),
+        ("log.roll.jitter.hours", "0", "-1", "must be >= 0"),
+        ("log.flush.interval.ms", "0", "-1", "must be >= 0"),
+        ("log.retention.ms", "1", "0", "must not be 0"),
+        ("log.retention.ms", "-1", "0", "must not be 0"),
+        ("log.retention.minutes", "-2147483648", "-2147483649", "must be an integer (int32)"),
+        ("log.flush.scheduler.interval.ms", "-9223372036854775808", "-9223372036854775809", "must be a long"),
+        ("log.segment.bytes", "1048576", "1048575", "must be >= 1048576"),
+        ("log.index.size.max.bytes", "4", "3", "must be >= 4"),
+        ("log.index.interval.bytes", "0", "-1", "must be >= 0"),
+        ("log.flush.interval.messages", "1", "0", "must be >= 1"),
+        ("message.max.bytes", "0", "-1", "must be >= 0"),
+        ("log.segment.delete.delay.ms", "0", "-1", "must be >= 0"),
+        ("log.cleaner.delete.retention.ms", "0", "-1", "must be >= 0"),
+        ("log.cleaner.min.compaction.lag.ms", "0", "-1", "must be >= 0"),
+        ("log.cleaner.max.compaction.lag.ms", "1", "0", "must be >= 1"),
+        ("log.cleaner.min.cleanable.ratio", "1.0", "1.01", "must be in [0.0, 1.0]"),
+        ("compression.gzip.level", "9", "10", "must be in [1, 9] or -1"),
+        ("compression.lz4.level", "17", "18", "must be in [1, 17]"),
+        ("compression.zstd.level", "22", "23", "must be in [-131072, 22]"),
+        ("log.message.timestamp.before.max.ms", "0", "-1", "must be >= 0"),
+        ("log.message.timestamp.after.max.ms", "0", "-1", "must be >= 0"),
+        ("log.local.retention.ms", "-2", "-3", "must be >= -2"),
+        ("log.local.retention.bytes", "-2", "-3", "must be >= -2"),
+        ("min.insync.replicas", "1", "0", "must be >= 1"),
+        ("internal.segment.bytes", "14", "13", "must be >= 14"),
+    ];
+
+    #[rustfmt::skip]
+    const ACCEPTED: Props = &[
+        ("log.dirs", "/data/a"), ("log.dirs", " /data/a/ , /data/b//c/./ "), ("log.dirs", "relative/dir"),
+        ("log.dir", "/x"), ("cordoned.log.dirs", "*"), ("cordoned.log.dirs", " * "),
+        ("cordoned.log.dirs", ""), ("cordoned.log.dirs", "/data/a,/data/b"),
+        ("cluster.id", " MkU3OEVBNTcwNTJENDM2Qg "), ("cluster.id", "a-b_c"), ("log.cleaner.enable", "False"),
+        ("log.cleanup.policy", ""), ("log.cleanup.policy", "delete,delete"), ("log.retention.ms", "-9"),
+        ("log.retention.hours", "0"), ("log.retention.minutes", "0"), ("log.cleaner.dedupe.buffer.size", "-1"),
+    ];
+
+    /// (key, value, rule) that `set` rejects.
+    #[rustfmt::skip]
+    const REJECTED: &[(&str, &str, &str)] = &[
+        ("log.dirs", "", "must name at least one directory"),
+        ("log.dir", " ", "must name at least one directory"),
+        ("log.dirs", "/a,,/b", "elements must not be empty"),
+        ("log.dirs", "/a,/a/", "lists /a twice"),
+        ("log.dir", "/a/./b , /a//b/", "lists /a/b twice"),
+        ("cordoned.log.dirs", "/a, /a", "lists /a twice"),
+        ("cordoned.log.dirs", "*,/a", "\"*\" (every log dir) must be the only entry"),
+        ("cordoned.log.dirs", "*,*", "must be the only entry"),
+        ("cluster.id", "", "must be non-empty ASCII letters"),
+        ("cluster.id", "a b", "must be non-empty ASCII letters"),
+        ("cluster.id", "a=b", "must be non-empty ASCII letters"),
+        ("log.cleaner.enable", "1", "must be true or false"),
+        ("log.cleaner.io.buffer.load.factor", "NaN", "must be in (0.0, 1.0]"),
+        ("log.cleaner.io.max.bytes.per.second", "NaN", "must be finite and > 0"),
+        ("log.cleaner.backoff.ms", "1.5", "must be a long"),
+        ("log.cleanup.policy", "Compact", "elements must be one of [compact, delete]"),
+        ("compression.type", "none", "must be one of [uncompressed"),
+        ("log.message.timestamp.type", "createtime", "must be one of [CreateTime, LogAppendTime]"),
+        ("log.preallocate", "yes", "must be true or false"),
+        ("retention.ms", "5", "a topic config; at broker level use log.retention.ms"),
+        ("segment.ms", "5", "use log.roll.ms"),
+        ("segment.jitter.ms", "5", "use log.roll.jitter.ms"),
+        ("flush.ms", "5", "use log.flush.interval.ms"),
+        ("segment.bytes", "1048576", "use log.segment.bytes"),
+        ("max.message.bytes", "5", "use message.max.bytes"),
+        ("min.cleanable.dirty.ratio", "0.5", "use log.cleaner.min.cleanable.ratio"),
+        ("file.delete.delay.ms", "5", "use log.segment.delete.delay.ms"),
+        ("remote.storage.enable", "true", "a topic config with no broker-level synonym"),
+        ("leader.replication.throttled.replicas", "*", "a topic config with no broker-level synonym"),
+        ("log.retention.days", "1", "unknown log manager config (known keys: cluster.id, compression.gzip.level,"),
+        ("log.message.format.version", "3.0-IV1", "removed in Kafka 4.0"),
+    ];
+
+    /// Checks only `validate` makes, on top of `log.dirs=/data/a,/data/b`: (props, key, rule),
+    /// an empty key meaning "accepted". Each case matches Kafka 4.3.1's `KafkaConfig` and
+    /// `LogManager.apply`, run with the same broker keys.
+    #[rustfmt::skip]
+    const CROSS_KEY: &[(Props, &str, &str)] = &[
+        (&[], "", ""),
+        (&[("log.retention.minutes", "0")], "log.retention.minutes", "must not be 0"),
+        (&[("log.retention.hours", "0")], "log.retention.hours", "must not be 0"),
+        (&[("log.retention.hours", "0"), ("log.retention.minutes", "1")], "", ""),
+        (&[("log.retention.minutes", "0"), ("log.retention.ms", "100")], "", ""),
+        (&[("log.flush.scheduler.interval.ms", "-5")], "log.flush.scheduler.interval.ms",
+            "must be >= 0 (as flush.ms, the default for topics)"),
+        (&[("log.flush.scheduler.interval.ms", "-5"), ("log.flush.interval.ms", "7")], "", ""),
+        (&[("log.cleaner.min.compaction.lag.ms", "10"), ("log.cleaner.max.compaction.lag.ms", "5")],
+            "log.cleaner.min.compaction.lag.ms", "must be <= max.compaction.lag.ms (5)"),
+        (&[("log.cleaner.threads", "0")], "log.cleaner.threads", "must be >= 1"),
+        (&[("log.cleaner.dedupe.buffer.size", "1048576")], "log.cleaner.dedupe.buffer.size",
+            "1048576 / log.cleaner.threads (1) must be > 1048576"),
+        (&[("log.cleaner.dedupe.buffer.size", "1048577")], "", ""),
+        (&[("log.cleaner.dedupe.buffer.size", "2097153"), ("log.cleaner.threads", "2")],
+            "log.cleaner.dedupe.buffer.size", "1 MiB per cleaner thread"),
+        (&[("log.cleaner.dedupe.buffer.size", "2097154"), ("log.cleaner.threads", "2")], "", ""),
+        (&[("log.cleaner.dedupe.buffer.size", "-1")], "log.cleaner.dedupe.buffer.size", "per cleaner thread"),
+        (&[("log.cleaner.enable", "false"), ("log.cleaner.threads", "0")], "log.cleaner.threads", ">= 1"),
+        (&[("cordoned.log.dirs", "/data/b/")], "", ""),
+        (&[("cordoned.log.dirs", "*")], "", ""),
+        (&[("cordoned.log.dirs", "/data/a,/z,/y")], "cordoned.log.dirs", "missing: /z,/y"),
+        (&[("log.dir", "/x"), ("cordoned.log.dirs", "/x")], "cordoned.log.dirs", "missing: /x"),
+    ];
+
+    fn with_dirs(props: &[(&'static str, &'static str)]) -> Result<LogManagerConfig> {
+        LogManagerConfig::from_props([("log.dirs", "/data/a,/data/b")].into_iter().chain(props.iter().copied()))
+    }
+
+    fn round_trip(c: &LogManagerConfig) -> Result<LogManagerConfig> {
+        LogManagerConfig::from_props(c.to_props().iter().map(|(k, v)| (*k, v.as_str())))
+    }
+
+    fn topic_value(c: &LogManagerConfig, topic: &str) -> String {
+        c.log_config().to_props().into_iter().find(|(k, _)| *k == topic).map(|(_, v)| v).unwrap_or_default()
+    }
+
+    /// Asserts that `err` is an `InvalidConfig` whose message names `key`, `value` and `rule`.
+    fn assert_names(err: &Error, key: &str, value: &str, rule: &str) {
+        assert!(matches!(err, Error::InvalidConfig { key: k, .. } if k == key), "{err:?}");
+        let msg = err.to_string();
+        let named = msg.contains(key) && msg.contains(&format!("{value:?}")) && msg.contains(rule);
+        assert!(named, "{msg:?} should name {key}, {value:?} and {rule:?}");
+    }
+
+    #[test]
+    fn defaults_match_kafka() {
+        let c = LogManagerConfig::default();
+        let props = c.to_props();
+        let got: Vec<(&str, &str)> = props.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        assert_eq!(got, KAFKA_DEFAULTS);
+        assert_eq!(c.log_config(), &LogConfig::default(), "broker defaults give Kafka's topic defaults");
+        assert_eq!((c.flush_check_ms(), c.log_dirs(), c.cordoned_log_dirs()), (i64::MAX, &[][..], &[][..]));
+        assert_eq!(c.cleaner, CleanerConfig::default());
+        let from_props = with_dirs(&[]).unwrap();
+        assert_eq!(from_props.log_dirs(), [PathBuf::from("/data/a"), PathBuf::from("/data/b")]);
+    }
+
+    #[test]
+    fn names_are_sorted_and_complete() {
+        let mut expected: Vec<&str> =
+            KAFKA_DEFAULTS.iter().map(|(k, _)| *k).chain(UNSET_BY_DEFAULT.iter().copied()).collect();
+        expected.sort_unstable();
+        assert_eq!(LogManagerConfig::names(), expected.as_slice());
+        assert!(KEYS.windows(2).all(|w| w[0].name < w[1].name), "KEYS must stay sorted: set() binary-searches it");
+        for def in &KEYS {
+            if let Kind::Topic(topic) = def.kind {
+                assert!(LogConfig::names().contains(&topic), "{} feeds unknown topic key {topic}", def.name);
+            }
+        }
+    }
+
+    #[test]
+    fn log_dirs_are_required() {
+        let err = LogManagerConfig::from_props([("node.id", "3")]).unwrap_err();
+        assert_names(&err, "log.dirs", "", "at least one directory is required");
+        assert!(LogManagerConfig::default().validate().is_err());
+    }
+
+    #[test]
+    fn synonyms_feed_the_topic_defaults() {
+        for (broker, value, topic, want) in SYNONYMS {
+            let c = with_dirs(&[(broker, value)]).unwrap();
+            assert_eq!(topic_value(&c, topic), *want, "{broker}={value}");
+            let printed = c.to_props().into_iter().find(|(k, _)| k == broker).unwrap().1;
+            assert_eq!(round_trip(&c).unwrap(), c, "{broker}={value} printed as {printed:?}");
+        }
+    }
+
+    #[test]
+    fn topic_keys_are_rejected_with_the_broker_key_to_use() {
+        for topic in LogConfig::names() {
+            let mut c = LogManagerConfig::default();
+            if LogManagerConfig::names().contains(topic) {
+                continue; // the same name at both levels, e.g. compression.type
+            }
+            let err = c.set(topic, "1").unwrap_err().to_string();
+            let first = SYNONYMS.iter().find(|s| s.2 == *topic).map(|s| s.0);
+            match first {
+                Some(broker) => assert!(err.ends_with(&format!("at broker level use {broker}")), "{err}"),
+                None => assert!(err.contains("no broker-level synonym"), "{err}"),
+            }
+        }
+    }
+
+    #[test]
+    fn synonym_precedence_does_not_depend_on_order() {
+        #[rustfmt::skip]
+        let cases: &[(Props, &str, &str)] = &[
+            (&[("log.retention.hours", "1"), ("log.retention.minutes", "2"), ("log.retention.ms", "3")],
+                "retention.ms", "3"),
+            (&[("log.retention.hours", "1"), ("log.retention.minutes", "2")], "retention.ms", "120000"),
+            (&[("log.retention.hours", "1"), ("log.retention.ms", "-1")], "retention.ms", "-1"),
+            (&[("log.retention.hours", "-1"), ("log.retention.minutes", "5")], "retention.ms", "300000"),
+            (&[("log.roll.hours", "2"), ("log.roll.ms", "5")], "segment.ms", "5"),
+            (&[("log.roll.jitter.hours", "1"), ("log.roll.jitter.ms", "5")], "segment.jitter.ms", "5"),
+            (&[("log.flush.scheduler.interval.ms", "9"), ("log.flush.interval.ms", "7")], "flush.ms", "7"),
+        ];
+        for (props, topic, want) in cases {
+            let forward = with_dirs(props).unwrap();
+            let reversed: Vec<_> = props.iter().rev().copied().collect();
+            let backward = with_dirs(&reversed).unwrap();
+            assert_eq!(
+                (topic_value(&forward, topic), topic_value(&backward, topic)),
+                (want.to_string(), want.to_string())
+            );
+            assert_eq!(forward, backward);
+        }
+        let dirs = LogManagerConfig::from_props([("log.dirs", "/y"), ("log.dir", "/x")]).unwrap();
+        assert_eq!(dirs.log_dirs(), [PathBuf::from("/y")]);
+        let dir = LogManagerConfig::from_props([("log.dir", "/x/")]).unwrap();
+        assert_eq!(dir.log_dirs(), [PathBuf::from("/x")]);
+    }
+
+    #[test]
+    fn accepted_values_apply_and_read_back() {
+        let inside = BOUNDARIES.iter().map(|(k, inside, _, _)| (*k, *inside));
+        for (key, value) in inside.chain(ACCEPTED.iter().copied()) {
+            let mut c = LogManagerConfig::default();
+            let applied = c.set(key, value);
+            assert!(applied.is_ok(), "{key}={value:?}: {applied:?}");
+            let printed = c.to_props().into_iter().find(|(k, _)| *k == key).unwrap().1;
+            let mut again = LogManagerConfig::default();
+            again.set(key, &printed).unwrap();
+            assert_eq!(again, c, "{key}={value:?} printed as {printed:?}");
+        }
+    }
+
+    #[test]
+    fn rejected_values_name_key_value_and_rule() {
+        let outside = BOUNDARIES.iter().map(|(k, _, out, rule)| (*k, *out, *rule));
+        for (key, value, rule) in outside.chain(REJECTED.iter().copied()) {
+            let mut c = LogManagerConfig::default();
+            assert_names(&c.set(key, value).unwrap_err(), key, value, rule);
+            assert_eq!(c, LogManagerConfig::default(), "a rejected {key} changed it");
+        }
+    }
+
+    #[test]
+    fn cross_key_checks() {
+        for (props, key, rule) in CROSS_KEY {
+            match with_dirs(props) {
+                Ok(_) => assert!(key.is_empty(), "{props:?} accepted"),
+                Err(e) => {
+                    let msg = e.to_string();
+                    let named = matches!(&e, Error::InvalidConfig { key: k, .. } if k == key);
+                    assert!(named && msg.contains(rule), "{props:?}: {msg}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn relative_dirs_become_absolute() {
+        let c = LogManagerConfig::from_props([("log.dirs", "data/,./other")]).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(c.log_dirs(), [cwd.join("data"), cwd.join("other")]);
+        let err = LogManagerConfig::from_props([("log.dirs", "data, ./data/")]).unwrap_err();
+        assert!(err.to_string().contains(&format!("lists {} twice", cwd.join("data").display())), "{err}");
+    }
+
+    #[test]
+    fn cordoned_star_means_every_log_dir() {
+        let c = with_dirs(&[("cordoned.log.dirs", "*")]).unwrap();
+        assert_eq!(c.cordoned_log_dirs(), c.log_dirs());
+        let one = with_dirs(&[("cordoned.log.dirs", "/data/b/")]).unwrap();
+        assert_eq!(one.cordoned_log_dirs(), [PathBuf::from("/data/b")]);
+    }
+
+    #[test]
+    fn validate_rechecks_public_fields() {
+        let good = with_dirs(&[]).unwrap();
+        let mut c = good.clone();
+        c.node_id = -1;
+        assert_names(&c.validate().unwrap_err(), "node.id", "-1", "must be >= 0");
+        let mut c = good.clone();
+        c.cleaner.dedupe_buffer_load_factor = 2.0;
+        assert_names(&c.validate().unwrap_err(), "log.cleaner.io.buffer.load.factor", "2.0", "(0.0, 1.0]");
+        let mut c = good;
+        c.cluster_id = Some("not valid".into());
+        assert_names(&c.validate().unwrap_err(), "cluster.id", "not valid", "ASCII letters");
+    }
+
+    #[test]
+    fn every_key_round_trips_through_to_props() {
+        let all: Vec<(&str, &str)> = SYNONYMS
+            .iter()
+            .filter(|s| !matches!(s.0, "log.retention.minutes" | "log.retention.hours" | "log.roll.hours"))
+            .map(|s| (s.0, s.1))
+            .chain([
+                ("log.dir", "/x"),
+                ("log.dirs", "/y,/z"),
+                ("cordoned.log.dirs", "/z"),
+                ("cluster.id", "abc"),
+                ("log.retention.minutes", "3"),
+                ("log.retention.hours", "4"),
+                ("log.roll.hours", "5"),
+                ("node.id", "7"),
+                ("num.recovery.threads.per.data.dir", "3"),
+                ("log.retention.check.interval.ms", "9"),
+                ("log.flush.offset.checkpoint.interval.ms", "10"),
+                ("log.flush.start.offset.checkpoint.interval.ms", "11"),
+                ("log.initial.task.delay.ms", "12"),
+                ("log.dir.failure.timeout.ms", "13"),
+                ("log.cleaner.threads", "2"),
+                ("log.cleaner.dedupe.buffer.size", "4194304"),
+                ("log.cleaner.io.buffer.load.factor", "0.75"),
+                ("log.cleaner.io.buffer.size", "1024"),
+                ("log.cleaner.io.max.bytes.per.second", "1e6"),
+                ("log.cleaner.backoff.ms", "5"),
+                ("log.cleaner.enable", "false"),
+            ])
+            .collect();
+        let c = LogManagerConfig::from_props(all).unwrap();
+        assert_eq!(c.to_props().len(), KEYS.len());
+        assert_eq!(round_trip(&c).unwrap(), c);
+        // SYNONYMS sets log.retention.ms twice; the later -7 stands, meaning unlimited.
+        let times = (c.flush_check_ms(), c.log_config().retention_ms, c.log_config().segment_ms);
+        assert_eq!(times, (8, -1, 5));
+        assert!(c.to_props().contains(&("log.cleaner.io.max.bytes.per.second", "1000000.0".into())));
+    }
+}
