@@ -1,7 +1,8 @@
 """kafkalog: Apache Kafka's log storage engine as a library.
 
 Reads and writes Kafka 4.x log directories byte for byte: v2 record batches with every codec,
-segments with offset and time indexes, and one :class:`UnifiedLog` per partition.
+segments with offset and time indexes, one :class:`UnifiedLog` per partition, and a
+:class:`LogManager` over several log dirs (recovery, checkpoints, retention).
 """
 
 from __future__ import annotations
@@ -18,7 +19,17 @@ from .exceptions import (
     RecordBatchTooLargeError,
 )
 from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, UnifiedLog
-from .records import AppendInfo, ConsumerRecord, ReadResult, Record, SegmentInfo, TimestampAndOffset
+from .manager import DirLoadSummary, DirRecoveryProgress, LogDirInfo, LogManager
+from .records import (
+    AppendInfo,
+    ConsumerRecord,
+    DeletedSegment,
+    ReadResult,
+    Record,
+    RetentionResult,
+    SegmentInfo,
+    TimestampAndOffset,
+)
 
 __all__ = [
     "__version__",
@@ -28,6 +39,12 @@ __all__ = [
     "exceptions",
     "KAFKA_SCHEMA",
     "UnifiedLog",
+    "LogManager",
+    "LogDirInfo",
+    "DirLoadSummary",
+    "DirRecoveryProgress",
+    "DeletedSegment",
+    "RetentionResult",
     "Record",
     "ConsumerRecord",
     "AppendInfo",

@@ -16,7 +16,16 @@ import pyarrow as pa
 
 from . import _native
 from .arrow import KAFKA_SCHEMA, columns_to_record_batch
-from .records import AppendInfo, ConsumerRecord, ReadResult, Record, SegmentInfo, TimestampAndOffset
+from .records import (
+    AppendInfo,
+    ConsumerRecord,
+    DeletedSegment,
+    ReadResult,
+    Record,
+    RetentionResult,
+    SegmentInfo,
+    TimestampAndOffset,
+)
 
 __all__ = ["UnifiedLog", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP"]
 
@@ -167,8 +176,25 @@ class UnifiedLog:
         self._log.assign_topic_id(topic_id)
 
     def close(self) -> None:
-        """Flushes and closes the log; later calls raise LogClosedError."""
+        """Flushes and closes the log; later calls raise LogClosedError. On a log that a
+        LogManager owns (see :attr:`managed`) this does nothing: the manager closes it."""
         self._log.close()
+
+    def delete_old_segments(self) -> RetentionResult:
+        """Runs retention now (Kafka's deleteOldSegments): segments wholly below the log start
+        offset, then, with ``delete`` in cleanup.policy, the oldest segments past
+        ``retention.bytes`` and those older than ``retention.ms``. Deleted segments are renamed
+        ``.deleted`` and unlinked after ``file.delete.delay.ms``."""
+        return _retention_result(self._log.delete_old_segments())
+
+    def delete_due_files(self) -> None:
+        """Unlinks ``.deleted`` files whose ``file.delete.delay.ms`` has passed."""
+        self._log.delete_due_files()
+
+    @property
+    def managed(self) -> bool:
+        """Whether a LogManager owns this log."""
+        return self._log.managed
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -299,3 +325,8 @@ class UnifiedLog:
         """Base offset, size, record count, first-batch and max timestamps of each segment."""
         return [SegmentInfo(b, s, c, f, m, os.fspath(p)) for (b, s, c, f, m, p) in self._log.segments()]
 
+
+
+def _retention_result(raw: tuple[list[tuple[int, int, int, int, str]], list[str], int]) -> RetentionResult:
+    deleted, warnings, log_start = raw
+    return RetentionResult([DeletedSegment(*d) for d in deleted], list(warnings), log_start)

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-__all__ = ["Record", "ConsumerRecord", "AppendInfo", "SegmentInfo", "ReadResult", "TimestampAndOffset"]
+__all__ = [
+    "Record",
+    "ConsumerRecord",
+    "AppendInfo",
+    "SegmentInfo",
+    "ReadResult",
+    "TimestampAndOffset",
+    "DeletedSegment",
+    "RetentionResult",
+]
 
 Header = tuple[str, "bytes | None"]
 
@@ -83,3 +92,25 @@ class TimestampAndOffset(NamedTuple):
     timestamp: int
     offset: int
     leader_epoch: int
+
+
+class DeletedSegment(NamedTuple):
+    """A segment retention deleted."""
+
+    base_offset: int
+    next_offset: int
+    """The offset after the segment (the next segment's base, or the log end)."""
+    size: int
+    largest_timestamp: int
+    """Its largest record timestamp, or the file's mtime (ms) when it has none."""
+    reason: str
+    """Which check deleted it: "log_start_offset", "retention_bytes" or "retention_ms"."""
+
+
+class RetentionResult(NamedTuple):
+    """What one retention run did on one log (Kafka's deleteOldSegments)."""
+
+    deleted: list[DeletedSegment]
+    warnings: list[str]
+    """One line per segment whose timestamps lie in the future (retention.ms cannot delete it)."""
+    log_start_offset: int

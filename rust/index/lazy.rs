@@ -140,6 +140,20 @@ impl<T: IndexFile> LazyIndex<T> {
         }
     }
 
+    /// Creates an empty file if the index was never opened and has no file yet, so a closed
+    /// segment always has its index files (as Kafka's flush at shutdown leaves them).
+    pub fn create_empty_if_missing(&self) -> Result<()> {
+        let state = self.state.read();
+        if let State::Unloaded { path } = &*state {
+            if !path.exists() && !self.read_only {
+                crate::util::fault::check(path, crate::util::fault::FaultOp::Open)
+                    .and_then(|()| std::fs::OpenOptions::new().write(true).create_new(true).open(path).map(drop))
+                    .map_err(|e| crate::error::Error::io(path, "create", e))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Deletes the file, whether or not it is open.
     pub fn delete_if_exists(&self) -> Result<bool> {
         let mut state = self.state.write();

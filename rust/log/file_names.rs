@@ -84,7 +84,7 @@ pub fn offset_from_file_name(name: &str) -> Option<i64> {
 }
 
 /// A partition directory name split into topic and partition (`LocalLog.parseTopicPartitionName`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopicPartition {
     /// Topic name.
     pub topic: String,

@@ -2,3 +2,7 @@
 //! the scheduler.
 
 pub mod config;
+pub mod loading;
+pub mod log_dir;
+pub mod log_manager;
+pub mod scheduler;

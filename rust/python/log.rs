@@ -68,6 +68,30 @@ struct InRecord {
 #[pyclass(frozen, name = "UnifiedLog", module = "kafkalog._native")]
 pub struct PyUnifiedLog {
     inner: Arc<UnifiedLog>,
+    /// Owned by a `LogManager`: `close` leaves it open (the manager closes it).
+    managed: bool,
+}
+
+impl PyUnifiedLog {
+    /// A handle on a log a `LogManager` owns.
+    pub(crate) fn new_managed(inner: Arc<UnifiedLog>) -> Self {
+        PyUnifiedLog { inner, managed: true }
+    }
+}
+
+/// One retention run as Python sees it: (deleted segments as (base_offset, next_offset, size,
+/// largest_timestamp, reason), warnings, log start offset).
+pub(crate) type PyRetention = (Vec<(i64, i64, u64, i64, &'static str)>, Vec<String>, i64);
+
+pub(crate) fn retention_tuple(r: &crate::log::unified_log::RetentionResult) -> PyRetention {
+    (
+        r.deleted
+            .iter()
+            .map(|d| (d.base_offset, d.next_offset, d.size, d.largest_timestamp, d.reason.name()))
+            .collect(),
+        r.warnings.clone(),
+        r.log_start_offset,
+    )
 }
 
 #[pymethods]
@@ -81,7 +105,7 @@ impl PyUnifiedLog {
             .map_err(|e| to_py_err(py, e))?;
         let options = LogOpenOptions { read_only, clock: Arc::new(SystemClock), ..LogOpenOptions::default() };
         let log = run(py, || UnifiedLog::open(&path, config, options))?;
-        Ok(PyUnifiedLog { inner: Arc::new(log) })
+        Ok(PyUnifiedLog { inner: Arc::new(log), managed: false })
     }
 
     /// Builds batches of at most `batch_size` bytes from (key, value, headers, timestamp)
@@ -312,8 +336,30 @@ impl PyUnifiedLog {
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.managed {
+            return Ok(());
+        }
         let log = self.inner.clone();
         run(py, move || log.close())
+    }
+
+    /// Whether a `LogManager` owns this log.
+    #[getter]
+    fn managed(&self) -> bool {
+        self.managed
+    }
+
+    /// Runs retention now (Kafka's `deleteOldSegments`).
+    fn delete_old_segments(&self, py: Python<'_>) -> PyResult<PyRetention> {
+        let log = self.inner.clone();
+        let result = run(py, move || log.delete_old_segments())?;
+        Ok(retention_tuple(&result))
+    }
+
+    /// Unlinks `.deleted` files whose delay has passed.
+    fn delete_due_files(&self, py: Python<'_>) -> PyResult<()> {
+        let log = self.inner.clone();
+        run(py, move || log.delete_due_files())
     }
 }
 

@@ -9,6 +9,7 @@ mod decode;
 mod errors;
 mod fault;
 mod log;
+mod manager;
 
 use pyo3::prelude::*;
 
@@ -23,6 +24,7 @@ fn decode_batches(py: Python<'_>, data: pyo3::pybacked::PyBackedBytes) -> PyResu
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<log::PyUnifiedLog>()?;
+    m.add_class::<manager::PyLogManager>()?;
     m.add_class::<buffer::OwnedBuffer>()?;
     m.add_function(wrap_pyfunction!(decode_batches, m)?)?;
     m.add_function(wrap_pyfunction!(batches::build_batch, m)?)?;

@@ -587,9 +587,13 @@ impl LogSegment {
         }
         if self.offset_index.is_loaded() {
             self.offset_index.get_mut()?.trim_to_valid_size()?;
+        } else {
+            self.offset_index.create_empty_if_missing()?;
         }
         if self.time_index.is_loaded() {
             self.time_index.get_mut()?.trim_to_valid_size()?;
+        } else {
+            self.time_index.create_empty_if_missing()?;
         }
         self.log.trim()
     }

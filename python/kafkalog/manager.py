@@ -1,0 +1,242 @@
+"""`kafkalog.LogManager`: the logs of several log dirs, as a Kafka broker keeps them.
+
+Mirrors Kafka's LogManager. At start-up it locks each dir (``.lock``), checks or writes
+``meta.properties``, and loads and recovers every partition in parallel
+(``num.recovery.threads.per.data.dir`` threads per dir), taking the clean-shutdown marker into
+account. While open it runs retention, flushes and checkpoints on Kafka's schedule (one
+``kafka-scheduler-0`` thread, started here, never at import), and takes a log dir offline after
+an I/O error while the others keep serving. ``close()`` flushes, writes the checkpoints and the
+``.kafka_cleanshutdown`` marker, exactly as Kafka does, so Kafka can open the dirs afterwards.
+
+Broker keys keep Kafka's names: ``log.dirs``, ``log.retention.hours``, ``log.segment.bytes``,
+``log.retention.check.interval.ms``, ``num.recovery.threads.per.data.dir``, ...
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any, NamedTuple
+
+from . import _native
+from .log import UnifiedLog, _config_pairs, _retention_result
+from .records import RetentionResult
+
+__all__ = ["LogManager", "LogDirInfo", "DirLoadSummary", "DirRecoveryProgress"]
+
+
+class DirRecoveryProgress(NamedTuple):
+    """Recovery progress of one log dir (Kafka's remainingLogsToRecover and
+    remainingSegmentsToRecover gauges)."""
+
+    dir: str
+    logs_total: int
+    logs_remaining: int
+    segments_remaining: int
+    """Segments still to recover in the logs being loaded right now."""
+
+
+class DirLoadSummary(NamedTuple):
+    """What start-up found in one log dir."""
+
+    dir: str
+    had_clean_shutdown: bool
+    logs_loaded: int
+    segments_loaded: int
+    segments_recovered: int
+    bytes_truncated: int
+    duration_ms: int
+    error: str | None
+    """Why the dir went offline while loading, if it did."""
+
+
+class LogDirInfo(NamedTuple):
+    """One configured log dir."""
+
+    path: str
+    online: bool
+    cordoned: bool
+    partitions: int
+    offline_reason: str | None
+    directory_id: str | None
+
+
+def _dirs_value(dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> str:
+    if isinstance(dirs, (str, os.PathLike)):
+        dirs = [dirs]
+    return ",".join(os.path.abspath(os.fspath(d)) for d in dirs)
+
+
+class LogManager:
+    """The logs of one or more log dirs. Use it as a context manager: leaving the block closes
+    it cleanly (Kafka's LogManager.shutdown)."""
+
+    __slots__ = ("_m", "_closed")
+
+    def __init__(
+        self,
+        dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
+        config: Mapping[str, Any] | None = None,
+        *,
+        topic_configs: Mapping[str, Mapping[str, Any]] | None = None,
+        scheduler: bool = True,
+        time_ms: int | None = None,
+        on_progress: Callable[[list[DirRecoveryProgress]], None] | None = None,
+    ) -> None:
+        """Opens the log dirs ``dirs`` (or ``log.dirs`` in ``config``) and loads every partition.
+
+        ``config`` holds broker keys (``log.retention.hours``, ``log.segment.bytes``,
+        ``num.recovery.threads.per.data.dir``, ``node.id``, ...); invalid ones raise
+        InvalidConfigError naming the key. ``topic_configs`` maps a topic to its topic-level
+        overrides (Kafka keeps these in the cluster metadata).
+
+        ``scheduler=False`` runs no background thread; ``time_ms`` runs the manager on a manual
+        clock starting there (no thread; move it with :meth:`advance_time`), for tests.
+        ``on_progress`` is called on this thread with every dir's recovery progress while the
+        logs load.
+
+        A dir locked by another LogManager or a running Kafka broker raises LogDirLockedError."""
+        pairs = _config_pairs(config)
+        if dirs is not None:
+            pairs = [(k, v) for k, v in pairs if k not in ("log.dirs", "log.dir")]
+            pairs.append(("log.dirs", _dirs_value(dirs)))
+        topics = {t: _config_pairs(c) for t, c in (topic_configs or {}).items()}
+
+        callback = None
+        if on_progress is not None:
+            user = on_progress
+
+            def callback(raw: list[tuple[str, int, int, int]]) -> None:
+                user([DirRecoveryProgress(os.fspath(d), total, left, segments) for d, total, left, segments in raw])
+
+        self._m = _native.LogManager.open(pairs, topics, scheduler, time_ms, callback)
+        self._closed = False
+
+    def __enter__(self) -> LogManager:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        dirs = ", ".join(d.path for d in self.log_dirs())
+        return f"LogManager([{dirs}], logs={len(self.logs())})"
+
+    # -- partitions -------------------------------------------------------------------------
+
+    def create_log(
+        self, topic: str, partition: int, config: Mapping[str, Any] | None = None, *, topic_id: str | None = None
+    ) -> UnifiedLog:
+        """Returns the log of ``topic``-``partition``, creating it (Kafka's getOrCreateLog) in
+        the online, non-cordoned log dir holding the fewest partitions. A ``config`` becomes
+        the topic's config, for its existing partitions too. Invalid topic names (Kafka's
+        rules) raise InvalidTopicError."""
+        pairs = None if config is None else _config_pairs(config)
+        return UnifiedLog(self._m.get_or_create_log(topic, partition, pairs, topic_id))
+
+    def get_log(self, topic: str, partition: int) -> UnifiedLog | None:
+        """The log of ``topic``-``partition``, or None."""
+        native = self._m.get_log(topic, partition)
+        return None if native is None else UnifiedLog(native)
+
+    def logs(self) -> list[UnifiedLog]:
+        """Every log served, in topic-partition order."""
+        return [UnifiedLog(n) for n in self._m.logs()]
+
+    def future_logs(self) -> list[UnifiedLog]:
+        """Logs in ``-future`` directories (partitions being moved between log dirs)."""
+        return [UnifiedLog(n) for n in self._m.future_logs()]
+
+    def delete_log(self, topic: str, partition: int) -> str:
+        """Deletes the partition as Kafka does: its directory is renamed
+        ``<topic>-<partition>.<uuid>-delete`` at once and removed after
+        ``log.segment.delete.delay.ms``. Returns the renamed directory."""
+        return os.fspath(self._m.delete_log(topic, partition))
+
+    def update_topic_config(self, topic: str, config: Mapping[str, Any]) -> None:
+        """Sets a topic's config (validated first) for its existing and future partitions."""
+        self._m.update_topic_config(topic, _config_pairs(config))
+
+    # -- maintenance ------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Fsyncs every log up to its log end offset."""
+        self._m.flush()
+
+    def checkpoint(self) -> None:
+        """Writes recovery-point-offset-checkpoint and log-start-offset-checkpoint in every
+        online log dir."""
+        self._m.checkpoint()
+
+    def run_retention(self) -> dict[tuple[str, int], RetentionResult]:
+        """Runs retention now on every log whose cleanup.policy is delete only (compacted logs
+        are left to the cleaner, as in Kafka) and returns what each deleted and why."""
+        return {(t, p): _retention_result(r) for t, p, r in self._m.run_retention()}
+
+    def tick(self) -> int:
+        """Runs the scheduled tasks that are due; returns the ms until the next one."""
+        return self._m.tick()
+
+    def advance_time(self, ms: int) -> int:
+        """On a manual clock (``time_ms=``): moves it forward and runs what became due."""
+        return self._m.advance_time(ms)
+
+    @property
+    def time_ms(self) -> int | None:
+        """The manual clock's time, or None on the system clock."""
+        return self._m.time_ms
+
+    # -- log dirs ---------------------------------------------------------------------------
+
+    def log_dirs(self) -> list[LogDirInfo]:
+        """Every configured log dir: online or not (and why), cordoned, partitions held."""
+        return [
+            LogDirInfo(os.fspath(path), online, cordoned, partitions, reason, directory_id)
+            for path, online, cordoned, partitions, reason, directory_id in self._m.log_dirs()
+        ]
+
+    @property
+    def live_log_dirs(self) -> list[str]:
+        """The online log dirs."""
+        return [d.path for d in self.log_dirs() if d.online]
+
+    @property
+    def offline_log_dirs(self) -> dict[str, str]:
+        """Offline log dirs and the error that took each offline."""
+        return {d.path: d.offline_reason or "offline" for d in self.log_dirs() if not d.online}
+
+    def cordon_log_dir(self, path: str | os.PathLike[str], cordoned: bool = True) -> None:
+        """Stops (or resumes) placing new partitions in ``path`` (KIP-1066)."""
+        self._m.cordon_log_dir(os.path.abspath(os.fspath(path)), cordoned)
+
+    def load_summary(self) -> list[DirLoadSummary]:
+        """What start-up found in each log dir."""
+        return [
+            DirLoadSummary(os.fspath(d), clean, logs, segments, recovered, truncated, ms, error)
+            for d, clean, logs, segments, recovered, truncated, ms, error in self._m.load_summary()
+        ]
+
+    def stray_dirs(self) -> list[str]:
+        """``-stray`` partition directories found at start-up (kept, not served)."""
+        return [os.fspath(p) for p in self._m.stray_dirs()]
+
+    def dirs_pending_deletion(self) -> list[str]:
+        """``-delete`` directories waiting for their delay to pass."""
+        return [os.fspath(p) for p in self._m.dirs_pending_deletion()]
+
+    @property
+    def config(self) -> dict[str, str]:
+        """The broker-level configuration, every key with its value."""
+        return dict(self._m.config())
+
+    def close(self, broker_epoch: int = -1) -> None:
+        """Flushes and closes every log, writes the checkpoints and, in each dir where that all
+        succeeded, ``.kafka_cleanshutdown`` with ``broker_epoch``; releases the locks. Closing
+        twice is harmless."""
+        if self._closed:
+            return
+        self._closed = True
+        self._m.close(broker_epoch)

@@ -1,0 +1,325 @@
+//! Loading every partition of the log dirs at start-up (Kafka's `LogManager.loadLogs`): per
+//! log dir, the clean-shutdown marker is taken, the recovery-point and log-start checkpoints are
+//! read, and the partition directories are loaded by `num.recovery.threads.per.data.dir`
+//! threads (`log-recovery-<dir>-<n>`), all dirs at once. Progress (logs and segments left per
+//! dir) is published as it changes.
+//!
+//! Errors: an I/O error takes its log dir offline and loading goes on; anything else (a
+//! directory whose name is not `<topic>-<partition>`, the same partition in two dirs) fails the
+//! start-up, as in Kafka.
+//!
+//! Thread-safety: `load_log_dirs` blocks its caller until every loader thread has finished.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use super::log_dir::{self, LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE};
+use crate::config::LogConfig;
+use crate::error::{Error, Result};
+use crate::log::file_names::{
+    parse_topic_partition_name, TopicPartition, DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX,
+};
+use crate::log::log_dir_failure_channel::LogDirFailureChannel;
+use crate::log::unified_log::{LogOpenOptions, RecoveryProgressFn, UnifiedLog};
+use crate::util::clock::SharedClock;
+
+/// Directory names the log loading skips (Kafka's metadata log and the remote index cache).
+const SKIPPED_TOPIC: &str = "__cluster_metadata";
+const REMOTE_INDEX_CACHE_DIR: &str = "remote-log-index-cache";
+
+/// Recovery progress of one log dir (Kafka's `remainingLogsToRecover` and
+/// `remainingSegmentsToRecover` gauges).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirRecoveryProgress {
+    /// The log dir.
+    pub dir: PathBuf,
+    /// Partition directories found.
+    pub logs_total: usize,
+    /// Partition directories not yet loaded.
+    pub logs_remaining: usize,
+    /// Segments still to recover in the logs being loaded right now.
+    pub segments_remaining: usize,
+}
+
+/// Called with the progress of every dir each time it changes.
+pub type ProgressCallback = Arc<dyn Fn(&[DirRecoveryProgress]) + Send + Sync>;
+
+/// What loading one log dir found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DirLoadSummary {
+    /// The log dir.
+    pub dir: PathBuf,
+    /// It held `.kafka_cleanshutdown`, so nothing was recovered past the checkpoints.
+    pub had_clean_shutdown: bool,
+    /// Logs loaded (not counting `-delete` dirs).
+    pub logs_loaded: usize,
+    /// Segments loaded.
+    pub segments_loaded: usize,
+    /// Segments recovered (batches re-validated, indexes rebuilt).
+    pub segments_recovered: usize,
+    /// Bytes cut from torn or corrupt tails.
+    pub bytes_truncated: u64,
+    /// Time spent, in milliseconds.
+    pub duration_ms: u64,
+    /// Why the dir went offline while loading, if it did.
+    pub error: Option<String>,
+}
+
+/// One loaded partition directory.
+#[derive(Debug)]
+pub enum LoadedDir {
+    /// A live partition.
+    Current(Arc<UnifiedLog>),
+    /// A `-future` partition (being moved here from another log dir).
+    Future(Arc<UnifiedLog>),
+    /// A `-delete` directory, queued for deletion.
+    Delete(PathBuf),
+    /// A `-stray` directory, kept but not served.
+    Stray(PathBuf),
+}
+
+/// What the manager passes in.
+pub struct LoadContext<'a> {
+    /// Topic configs by topic; others get `default_config`.
+    pub topic_configs: &'a HashMap<String, LogConfig>,
+    /// Config of topics without an override.
+    pub default_config: &'a LogConfig,
+    /// Loader threads per log dir.
+    pub threads_per_dir: usize,
+    /// The clock.
+    pub clock: SharedClock,
+    /// Where I/O errors are reported.
+    pub failure_channel: Arc<LogDirFailureChannel>,
+    /// Progress listener.
+    pub progress: Option<ProgressCallback>,
+}
+
+struct Tracker {
+    dirs: Vec<DirRecoveryProgress>,
+    /// Segments left per loader thread (keyed by dir index and thread number).
+    per_thread: HashMap<(usize, usize), usize>,
+}
+
+/// The shared progress state and its listener.
+struct Progress {
+    tracker: Mutex<Tracker>,
+    callback: Option<ProgressCallback>,
+}
+
+impl Progress {
+    fn update(&self, f: impl FnOnce(&mut Tracker)) {
+        let mut t = self.tracker.lock();
+        f(&mut t);
+        if let Some(cb) = &self.callback {
+            cb(&t.dirs);
+        }
+    }
+}
+
+/// Loads every dir in `dirs` (all online); returns the partitions found per dir and a summary.
+pub fn load_log_dirs(dirs: &[PathBuf], ctx: &LoadContext<'_>) -> Result<Vec<(Vec<LoadedDir>, DirLoadSummary)>> {
+    let mut plans = Vec::with_capacity(dirs.len());
+    for dir in dirs {
+        plans.push(plan_dir(dir));
+    }
+    let tracker = Mutex::new(Tracker {
+        dirs: dirs
+            .iter()
+            .zip(&plans)
+            .map(|(dir, plan)| DirRecoveryProgress {
+                dir: dir.clone(),
+                logs_total: plan.as_ref().map_or(0, |p| p.children.len()),
+                logs_remaining: plan.as_ref().map_or(0, |p| p.children.len()),
+                segments_remaining: 0,
+            })
+            .collect(),
+        per_thread: HashMap::new(),
+    });
+    let progress = Arc::new(Progress { tracker, callback: ctx.progress.clone() });
+    progress.update(|_| {});
+    let results: Vec<Result<(Vec<LoadedDir>, DirLoadSummary)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = plans
+            .into_iter()
+            .enumerate()
+            .map(|(i, plan)| {
+                let dir = &dirs[i];
+                let progress = progress.clone();
+                scope.spawn(move || load_dir(i, dir, plan, ctx, &progress))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::illegal_state("a log loading thread panicked"))))
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
+/// A dir's marker, checkpoints and partition directories, read before any log is loaded.
+struct DirPlan {
+    had_clean_shutdown: bool,
+    recovery_points: HashMap<TopicPartition, i64>,
+    log_starts: HashMap<TopicPartition, i64>,
+    children: Vec<(PathBuf, TopicPartition)>,
+}
+
+fn plan_dir(dir: &Path) -> Result<DirPlan> {
+    let had_clean_shutdown = log_dir::take_clean_shutdown_marker(dir)?;
+    let recovery_points = log_dir::read_checkpoint_or_empty(dir, RECOVERY_POINT_CHECKPOINT_FILE);
+    let log_starts = log_dir::read_checkpoint_or_empty(dir, LOG_START_OFFSET_CHECKPOINT_FILE);
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))? {
+        let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;
+        let path = entry.path();
+        if !entry.file_type().map_err(|e| Error::io(&path, "stat", e))?.is_dir() {
+            continue;
+        }
+        if entry.file_name() == REMOTE_INDEX_CACHE_DIR {
+            continue;
+        }
+        let tp = parse_topic_partition_name(&path)?;
+        if tp.topic == SKIPPED_TOPIC {
+            continue;
+        }
+        children.push((path, tp));
+    }
+    children.sort();
+    Ok(DirPlan { had_clean_shutdown, recovery_points, log_starts, children })
+}
+
+fn load_dir(
+    index: usize,
+    dir: &Path,
+    plan: Result<DirPlan>,
+    ctx: &LoadContext<'_>,
+    progress: &Arc<Progress>,
+) -> Result<(Vec<LoadedDir>, DirLoadSummary)> {
+    let started = Instant::now();
+    let mut summary = DirLoadSummary { dir: dir.to_path_buf(), ..DirLoadSummary::default() };
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(e @ Error::Io { .. }) => {
+            ctx.failure_channel.maybe_add_offline_log_dir(dir, &e.to_string());
+            summary.error = Some(e.to_string());
+            return Ok((Vec::new(), summary));
+        }
+        Err(e) => return Err(e),
+    };
+    summary.had_clean_shutdown = plan.had_clean_shutdown;
+    if plan.children.is_empty() {
+        log::info!("no logs found to be loaded in {}", dir.display());
+    } else if plan.had_clean_shutdown {
+        log::info!(
+            "skipping recovery of {} logs from {}: clean shutdown file found",
+            plan.children.len(),
+            dir.display()
+        );
+    } else {
+        log::info!("recovering {} logs from {}: no clean shutdown file", plan.children.len(), dir.display());
+    }
+    let next = AtomicUsize::new(0);
+    let out = Mutex::new((Vec::new(), summary, None::<Error>));
+    let threads = ctx.threads_per_dir.max(1).min(plan.children.len().max(1));
+    std::thread::scope(|scope| {
+        for thread in 0..threads {
+            let (next, out, plan, progress) = (&next, &out, &plan, progress);
+            let name = format!("log-recovery-{}-{thread}", dir.display());
+            let work = move || loop {
+                let i = next.fetch_add(1, Ordering::AcqRel);
+                let Some((path, tp)) = plan.children.get(i) else { break };
+                if out.lock().2.is_some() {
+                    break;
+                }
+                let shared = progress.clone();
+                let on_segments = RecoveryProgressFn(Arc::new(move |n: usize| {
+                    shared.update(|t| {
+                        t.per_thread.insert((index, thread), n);
+                        t.dirs[index].segments_remaining =
+                            t.per_thread.iter().filter(|((d, _), _)| *d == index).map(|(_, n)| n).sum();
+                    });
+                }));
+                let loaded = load_partition(path, tp, plan, ctx, on_segments);
+                let mut o = out.lock();
+                match loaded {
+                    Ok((item, load)) => {
+                        if let Some(load) = load {
+                            o.1.logs_loaded += 1;
+                            o.1.segments_loaded += load.segments_loaded;
+                            o.1.segments_recovered += load.segments_recovered;
+                            o.1.bytes_truncated += load.bytes_truncated;
+                        }
+                        o.0.push(item);
+                    }
+                    Err(e @ Error::Io { .. }) => {
+                        log::error!("error while loading log dir {}: {e}", dir.display());
+                        ctx.failure_channel.maybe_add_offline_log_dir(dir, &e.to_string());
+                        o.1.error.get_or_insert_with(|| e.to_string());
+                    }
+                    Err(e) => {
+                        o.2.get_or_insert(e);
+                    }
+                }
+                drop(o);
+                progress.update(|t| t.dirs[index].logs_remaining -= 1);
+            };
+            // A scoped thread with Kafka's name; the name is only for operators.
+            std::thread::Builder::new().name(name).spawn_scoped(scope, work).expect("spawning a log recovery thread");
+        }
+    });
+    let (items, mut summary, fatal) = out.into_inner();
+    if let Some(e) = fatal {
+        for item in &items {
+            if let LoadedDir::Current(log) | LoadedDir::Future(log) = item {
+                log.close_handlers();
+            }
+        }
+        return Err(e);
+    }
+    summary.duration_ms = started.elapsed().as_millis() as u64;
+    Ok((items, summary))
+}
+
+fn load_partition(
+    path: &Path,
+    tp: &TopicPartition,
+    plan: &DirPlan,
+    ctx: &LoadContext<'_>,
+    progress: RecoveryProgressFn,
+) -> Result<(LoadedDir, Option<crate::log::unified_log::LoadResult>)> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if name.ends_with(DELETE_DIR_SUFFIX) {
+        return Ok((LoadedDir::Delete(path.to_path_buf()), None));
+    }
+    if name.ends_with(STRAY_DIR_SUFFIX) {
+        log::warn!("found stray log {}; it is kept but not served", path.display());
+        return Ok((LoadedDir::Stray(path.to_path_buf()), None));
+    }
+    let config = ctx.topic_configs.get(&tp.topic).unwrap_or(ctx.default_config).clone();
+    let options = LogOpenOptions {
+        read_only: false,
+        had_clean_shutdown: plan.had_clean_shutdown,
+        recovery_point: Some(plan.recovery_points.get(tp).copied().unwrap_or(0)),
+        log_start_offset: plan.log_starts.get(tp).copied(),
+        clock: ctx.clock.clone(),
+        log_dir_failure_channel: Some(ctx.failure_channel.clone()),
+        progress: Some(progress),
+    };
+    let started = Instant::now();
+    let log = Arc::new(UnifiedLog::open(path, config, options)?);
+    let load = log.load_result();
+    log::info!(
+        "completed load of {} with {} segments, log start offset {} and log end offset {} in {} ms",
+        path.display(),
+        log.number_of_segments(),
+        log.log_start_offset(),
+        log.log_end_offset(),
+        started.elapsed().as_millis()
+    );
+    let item = if name.ends_with(FUTURE_DIR_SUFFIX) { LoadedDir::Future(log) } else { LoadedDir::Current(log) };
+    Ok((item, Some(load)))
+}

@@ -1,0 +1,261 @@
+//! The `_native.LogManager` handle (`kafkalog.LogManager` wraps it). Start-up runs on a
+//! helper thread while the calling thread, with the GIL released between updates, forwards
+//! recovery progress to the Python callback; every other call that touches the disk releases
+//! the GIL through `errors::run`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+use pyo3::prelude::*;
+
+use super::errors::{run, to_py_err};
+use super::log::{retention_tuple, PyRetention, PyUnifiedLog};
+use crate::checkpoint::partition_metadata::TopicId;
+use crate::config::LogConfig;
+use crate::error::Error;
+use crate::log::file_names::TopicPartition;
+use crate::manager::config::LogManagerConfig;
+use crate::manager::loading::{DirRecoveryProgress, ProgressCallback};
+use crate::manager::log_manager::{LogManager, LogManagerOptions};
+use crate::util::clock::{ManualClock, SharedClock};
+
+/// (dir, logs_total, logs_remaining, segments_remaining) for each log dir.
+type PyProgress = Vec<(PathBuf, usize, usize, usize)>;
+/// (path, online, cordoned, partitions, offline_reason, directory_id).
+type PyLogDir = (PathBuf, bool, bool, usize, Option<String>, Option<String>);
+/// (dir, had_clean_shutdown, logs, segments, segments_recovered, bytes_truncated, ms, error).
+type PyLoadSummary = (PathBuf, bool, usize, usize, usize, u64, u64, Option<String>);
+
+fn log_config(pairs: &[(String, String)]) -> crate::error::Result<LogConfig> {
+    LogConfig::from_props(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
+/// Native handle of a log manager.
+#[pyclass(frozen, name = "LogManager", module = "kafkalog._native")]
+pub struct PyLogManager {
+    inner: Arc<LogManager>,
+    /// Set when the manager runs on a manual clock.
+    manual_clock: Option<Arc<ManualClock>>,
+}
+
+/// Progress snapshots passed from the loader threads to the Python thread.
+#[derive(Default)]
+struct Mailbox {
+    progress: Option<PyProgress>,
+    done: bool,
+}
+
+#[pymethods]
+impl PyLogManager {
+    /// Opens the log dirs named in `config` (broker keys) and loads every partition.
+    #[staticmethod]
+    #[pyo3(signature = (config, topic_configs, start_scheduler, mock_time_ms, progress))]
+    #[allow(clippy::needless_pass_by_value)]
+    fn open(
+        py: Python<'_>,
+        config: Vec<(String, String)>,
+        topic_configs: HashMap<String, Vec<(String, String)>>,
+        start_scheduler: bool,
+        mock_time_ms: Option<i64>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let config = LogManagerConfig::from_props(config.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .map_err(|e| to_py_err(py, e))?;
+        let mut topics = HashMap::new();
+        for (topic, pairs) in &topic_configs {
+            topics.insert(topic.clone(), log_config(pairs).map_err(|e| to_py_err(py, e))?);
+        }
+        let manual_clock = mock_time_ms.map(ManualClock::new);
+        let clock: SharedClock = match &manual_clock {
+            Some(c) => c.clone(),
+            None => crate::util::clock::system_clock(),
+        };
+        let mailbox = Arc::new((Mutex::new(Mailbox::default()), Condvar::new()));
+        let callback: Option<ProgressCallback> = progress.is_some().then(|| {
+            let mailbox = mailbox.clone();
+            Arc::new(move |dirs: &[DirRecoveryProgress]| {
+                let snapshot = dirs
+                    .iter()
+                    .map(|d| (d.dir.clone(), d.logs_total, d.logs_remaining, d.segments_remaining))
+                    .collect();
+                mailbox.0.lock().progress = Some(snapshot);
+                mailbox.1.notify_all();
+            }) as ProgressCallback
+        });
+        let options = LogManagerOptions {
+            clock,
+            start_scheduler: start_scheduler && manual_clock.is_none(),
+            progress: callback,
+            topic_configs: topics,
+        };
+        let done = mailbox.clone();
+        let loader = std::thread::Builder::new()
+            .name("kafkalog-log-manager-open".into())
+            .spawn(move || {
+                let result = LogManager::open(config, options);
+                done.0.lock().done = true;
+                done.1.notify_all();
+                result
+            })
+            .map_err(|e| to_py_err(py, Error::io(std::path::Path::new("log manager"), "start thread", e)))?;
+        loop {
+            let (snapshot, finished) = py.detach(|| {
+                let mut m = mailbox.0.lock();
+                if m.progress.is_none() && !m.done {
+                    mailbox.1.wait_for(&mut m, Duration::from_millis(200));
+                }
+                (m.progress.take(), m.done)
+            });
+            if let (Some(snapshot), Some(cb)) = (snapshot, &progress) {
+                cb.call1(py, (snapshot,))?;
+            }
+            if finished {
+                break;
+            }
+        }
+        let result = py.detach(|| loader.join());
+        let manager = match result {
+            Ok(r) => r.map_err(|e| to_py_err(py, e))?,
+            Err(_) => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err("the log manager start-up thread panicked"))
+            }
+        };
+        Ok(PyLogManager { inner: Arc::new(manager), manual_clock })
+    }
+
+    /// Gets or creates the log of `topic`-`partition`.
+    #[pyo3(signature = (topic, partition, config, topic_id))]
+    #[allow(clippy::needless_pass_by_value)]
+    fn get_or_create_log(
+        &self,
+        py: Python<'_>,
+        topic: String,
+        partition: i32,
+        config: Option<Vec<(String, String)>>,
+        topic_id: Option<String>,
+    ) -> PyResult<PyUnifiedLog> {
+        let config = config.map(|pairs| log_config(&pairs)).transpose().map_err(|e| to_py_err(py, e))?;
+        let topic_id = topic_id.map(|id| TopicId::parse(&id)).transpose().map_err(|e| to_py_err(py, e))?;
+        let manager = self.inner.clone();
+        let tp = TopicPartition::new(topic, partition);
+        let log = run(py, move || manager.get_or_create_log(&tp, config, topic_id))?;
+        Ok(PyUnifiedLog::new_managed(log))
+    }
+
+    fn get_log(&self, topic: String, partition: i32) -> Option<PyUnifiedLog> {
+        self.inner.get_log(&TopicPartition::new(topic, partition)).map(PyUnifiedLog::new_managed)
+    }
+
+    fn logs(&self) -> Vec<PyUnifiedLog> {
+        self.inner.logs().into_iter().map(PyUnifiedLog::new_managed).collect()
+    }
+
+    fn future_logs(&self) -> Vec<PyUnifiedLog> {
+        self.inner.future_logs().into_iter().map(PyUnifiedLog::new_managed).collect()
+    }
+
+    fn delete_log(&self, py: Python<'_>, topic: String, partition: i32) -> PyResult<PathBuf> {
+        let manager = self.inner.clone();
+        run(py, move || manager.delete_log(&TopicPartition::new(topic, partition)))
+    }
+
+    #[allow(clippy::needless_pass_by_value)]
+    fn update_topic_config(&self, py: Python<'_>, topic: String, config: Vec<(String, String)>) -> PyResult<()> {
+        let config = log_config(&config).map_err(|e| to_py_err(py, e))?;
+        let manager = self.inner.clone();
+        run(py, move || manager.update_topic_config(&topic, config))
+    }
+
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let manager = self.inner.clone();
+        run(py, move || manager.flush())
+    }
+
+    fn checkpoint(&self, py: Python<'_>) -> PyResult<()> {
+        let manager = self.inner.clone();
+        run(py, move || manager.checkpoint())
+    }
+
+    /// (topic, partition, retention) for each log retention ran on.
+    fn run_retention(&self, py: Python<'_>) -> PyResult<Vec<(String, i32, PyRetention)>> {
+        let manager = self.inner.clone();
+        let results = run(py, move || manager.run_retention())?;
+        Ok(results.into_iter().map(|(tp, r)| (tp.topic.clone(), tp.partition, retention_tuple(&r))).collect())
+    }
+
+    /// Runs the scheduled tasks that are due; returns the ms until the next one.
+    fn tick(&self, py: Python<'_>) -> i64 {
+        let manager = self.inner.clone();
+        py.detach(move || manager.tick())
+    }
+
+    /// Moves a manual clock forward and runs what became due.
+    fn advance_time(&self, py: Python<'_>, ms: i64) -> PyResult<i64> {
+        let Some(clock) = &self.manual_clock else {
+            return Err(to_py_err(
+                py,
+                Error::illegal_state("advance_time needs a LogManager opened with time_ms= (a manual clock)"),
+            ));
+        };
+        clock.advance(ms);
+        Ok(self.tick(py))
+    }
+
+    #[getter]
+    fn time_ms(&self) -> Option<i64> {
+        use crate::util::clock::Clock;
+        self.manual_clock.as_ref().map(|c| c.milliseconds())
+    }
+
+    fn log_dirs(&self) -> Vec<PyLogDir> {
+        self.inner
+            .log_dirs()
+            .into_iter()
+            .map(|d| (d.path, d.online, d.cordoned, d.partitions, d.offline_reason, d.directory_id))
+            .collect()
+    }
+
+    #[allow(clippy::needless_pass_by_value)]
+    fn cordon_log_dir(&self, py: Python<'_>, dir: PathBuf, cordoned: bool) -> PyResult<()> {
+        self.inner.cordon_log_dir(&dir, cordoned).map_err(|e| to_py_err(py, e))
+    }
+
+    fn load_summary(&self) -> Vec<PyLoadSummary> {
+        self.inner
+            .load_summary()
+            .iter()
+            .map(|s| {
+                (
+                    s.dir.clone(),
+                    s.had_clean_shutdown,
+                    s.logs_loaded,
+                    s.segments_loaded,
+                    s.segments_recovered,
+                    s.bytes_truncated,
+                    s.duration_ms,
+                    s.error.clone(),
+                )
+            })
+            .collect()
+    }
+
+    fn stray_dirs(&self) -> Vec<PathBuf> {
+        self.inner.stray_dirs()
+    }
+
+    fn dirs_pending_deletion(&self) -> Vec<PathBuf> {
+        self.inner.dirs_pending_deletion()
+    }
+
+    fn config(&self) -> Vec<(String, String)> {
+        self.inner.config().to_props().into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+
+    fn close(&self, py: Python<'_>, broker_epoch: i64) -> PyResult<()> {
+        let manager = self.inner.clone();
+        run(py, move || manager.close(broker_epoch))
+    }
+}
