@@ -167,8 +167,8 @@ class LogManager:
         self._m.flush()
 
     def checkpoint(self) -> None:
-        """Writes recovery-point-offset-checkpoint and log-start-offset-checkpoint in every
-        online log dir."""
+        """Writes recovery-point-offset-checkpoint, log-start-offset-checkpoint and
+        replication-offset-checkpoint (high watermarks) in every online log dir."""
         self._m.checkpoint()
 
     def run_retention(self) -> dict[tuple[str, int], RetentionResult]:

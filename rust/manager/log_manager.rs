@@ -19,7 +19,8 @@ use parking_lot::{Mutex, RwLock};
 use super::config::LogManagerConfig;
 use super::loading::{load_log_dirs, DirLoadSummary, LoadContext, LoadedDir, ProgressCallback};
 use super::log_dir::{
-    self, LogDir, MetaProperties, LOCK_FILE, LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE,
+    self, LogDir, MetaProperties, CLEANER_OFFSET_CHECKPOINT_FILE, LOCK_FILE, LOG_START_OFFSET_CHECKPOINT_FILE,
+    RECOVERY_POINT_CHECKPOINT_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE,
 };
 use super::scheduler::{SchedulerThread, Tasks};
 use crate::checkpoint::log_dir_files::{write_clean_shutdown, CLEAN_SHUTDOWN_FILE};
@@ -404,6 +405,7 @@ impl LogManager {
         self.inner.state.write().to_delete.push((target.clone(), due));
         log::info!("log for partition {tp} is renamed to {} and is scheduled for deletion", target.display());
         self.inner.checkpoint_dir(&log_dir);
+        self.inner.forget_cleaner_checkpoint(&log_dir, tp);
         Ok(target)
     }
 
@@ -419,8 +421,8 @@ impl LogManager {
         self.inner.check_usable()
     }
 
-    /// Writes `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint` in every
-    /// online log dir.
+    /// Writes `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
+    /// `replication-offset-checkpoint` (high watermarks) in every online log dir.
     pub fn checkpoint(&self) -> Result<()> {
         self.inner.check_usable()?;
         let dirs: Vec<PathBuf> =
@@ -487,6 +489,13 @@ impl LogManager {
                 )
                 .and_then(|()| {
                     log_dir::write_checkpoint(dir, LOG_START_OFFSET_CHECKPOINT_FILE, &entries(&log_start_entry))
+                })
+                .and_then(|()| {
+                    log_dir::write_checkpoint(
+                        dir,
+                        REPLICATION_OFFSET_CHECKPOINT_FILE,
+                        &entries(&|l| Some(l.high_watermark())),
+                    )
                 })
                 .and_then(|()| write_clean_shutdown(&dir.join(CLEAN_SHUTDOWN_FILE), broker_epoch));
                 if let Err(e) = written {
@@ -880,6 +889,19 @@ impl Inner {
     fn checkpoint_dir(&self, dir: &Path) {
         self.checkpoint_file(dir, RECOVERY_POINT_CHECKPOINT_FILE, &|l| Some(l.recovery_point()));
         self.checkpoint_file(dir, LOG_START_OFFSET_CHECKPOINT_FILE, &log_start_entry);
+        self.checkpoint_file(dir, REPLICATION_OFFSET_CHECKPOINT_FILE, &|l| Some(l.high_watermark()));
+    }
+
+    /// Drops `tp` from the dir's `cleaner-offset-checkpoint`, if the file lists it (Kafka's
+    /// cleaner forgets a deleted partition).
+    fn forget_cleaner_checkpoint(&self, dir: &Path, tp: &TopicPartition) {
+        let mut entries = log_dir::read_checkpoint_or_empty(dir, CLEANER_OFFSET_CHECKPOINT_FILE);
+        if entries.remove(tp).is_some() {
+            let entries: Vec<_> = entries.into_iter().collect();
+            if let Err(e) = log_dir::write_checkpoint(dir, CLEANER_OFFSET_CHECKPOINT_FILE, &entries) {
+                self.failure_channel.maybe_add_offline_log_dir(dir, &e.to_string());
+            }
+        }
     }
 
     fn checkpoint_file(&self, dir: &Path, name: &str, value: &dyn Fn(&UnifiedLog) -> Option<i64>) {
