@@ -180,12 +180,14 @@ class UnifiedLog:
         LogManager owns (see :attr:`managed`) this does nothing: the manager closes it."""
         self._log.close()
 
-    def delete_old_segments(self) -> RetentionResult:
+    def delete_old_segments(self, *, cap_future_timestamps: bool = False) -> RetentionResult:
         """Runs retention now (Kafka's deleteOldSegments): segments wholly below the log start
         offset, then, with ``delete`` in cleanup.policy, the oldest segments past
         ``retention.bytes`` and those older than ``retention.ms``. Deleted segments are renamed
-        ``.deleted`` and unlinked after ``file.delete.delay.ms``."""
-        return _retention_result(self._log.delete_old_segments())
+        ``.deleted`` and unlinked after ``file.delete.delay.ms``. Every segment whose
+        timestamps lie in the future gets a warning; ``cap_future_timestamps=True`` (opt-in,
+        not Kafka's behaviour) judges such a segment by its file's modification time."""
+        return _retention_result(self._log.delete_old_segments(cap_future_timestamps))
 
     def delete_due_files(self) -> None:
         """Unlinks ``.deleted`` files whose ``file.delete.delay.ms`` has passed."""

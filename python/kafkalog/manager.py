@@ -171,10 +171,11 @@ class LogManager:
         replication-offset-checkpoint (high watermarks) in every online log dir."""
         self._m.checkpoint()
 
-    def run_retention(self) -> dict[tuple[str, int], RetentionResult]:
+    def run_retention(self, *, cap_future_timestamps: bool = False) -> dict[tuple[str, int], RetentionResult]:
         """Runs retention now on every log whose cleanup.policy is delete only (compacted logs
-        are left to the cleaner, as in Kafka) and returns what each deleted and why."""
-        return {(t, p): _retention_result(r) for t, p, r in self._m.run_retention()}
+        are left to the cleaner, as in Kafka) and returns what each deleted and why.
+        ``cap_future_timestamps`` is explained at UnifiedLog.delete_old_segments."""
+        return {(t, p): _retention_result(r) for t, p, r in self._m.run_retention(cap_future_timestamps)}
 
     def tick(self) -> int:
         """Runs the scheduled tasks that are due; returns the ms until the next one."""

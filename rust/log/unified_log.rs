@@ -25,7 +25,7 @@ use crate::segment::log_segment::{LogSegment, RollParams, TimestampAndOffset};
 use crate::util::clock::{system_clock, SharedClock};
 
 mod retention;
-pub use retention::{DeletedSegment, RetentionReason, RetentionResult};
+pub use retention::{DeletedSegment, RetentionOptions, RetentionReason, RetentionResult};
 
 /// `ListOffsets` special timestamp: the log start offset.
 pub const EARLIEST_TIMESTAMP: i64 = -2;

@@ -29,7 +29,7 @@ use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::log::file_names::{log_delete_dir_name, validate_topic_name, TopicPartition};
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
-use crate::log::unified_log::{LogOpenOptions, RetentionResult, UnifiedLog};
+use crate::log::unified_log::{LogOpenOptions, RetentionOptions, RetentionResult, UnifiedLog};
 use crate::util::clock::{system_clock, SharedClock};
 
 /// A partition and its log.
@@ -436,9 +436,9 @@ impl LogManager {
 
     /// Runs retention now on every log whose policy is `delete` only (Kafka's `cleanupLogs`;
     /// compacted logs are left to the cleaner). Returns what each log deleted.
-    pub fn run_retention(&self) -> Result<Vec<(TopicPartition, RetentionResult)>> {
+    pub fn run_retention(&self, options: RetentionOptions) -> Result<Vec<(TopicPartition, RetentionResult)>> {
         self.inner.check_usable()?;
-        let out = self.inner.cleanup_logs();
+        let out = self.inner.cleanup_logs(options);
         self.inner.process_failures();
         self.inner.check_usable()?;
         Ok(out)
@@ -804,7 +804,7 @@ impl Inner {
         for task in due {
             match task {
                 RETENTION_TASK => {
-                    self.cleanup_logs();
+                    self.cleanup_logs(RetentionOptions::default());
                 }
                 FLUSH_TASK => self.flush_dirty_logs(),
                 RECOVERY_POINT_TASK | LOG_START_TASK => {
@@ -832,14 +832,14 @@ impl Inner {
     }
 
     /// Kafka's `cleanupLogs`: retention on every log whose policy does not include `compact`.
-    fn cleanup_logs(&self) -> Vec<(TopicPartition, RetentionResult)> {
+    fn cleanup_logs(&self, options: RetentionOptions) -> Vec<(TopicPartition, RetentionResult)> {
         let logs: Vec<_> = self.state.read().current.iter().map(|(tp, l)| (tp.clone(), l.clone())).collect();
         let mut out = Vec::new();
         for (tp, log) in logs {
             if log.config().compact() {
                 continue;
             }
-            match log.delete_old_segments() {
+            match log.delete_old_segments_with(options) {
                 Ok(result) => {
                     for w in &result.warnings {
                         log::warn!("{w}");

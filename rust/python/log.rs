@@ -350,9 +350,10 @@ impl PyUnifiedLog {
     }
 
     /// Runs retention now (Kafka's `deleteOldSegments`).
-    fn delete_old_segments(&self, py: Python<'_>) -> PyResult<PyRetention> {
+    fn delete_old_segments(&self, py: Python<'_>, cap_future_timestamps: bool) -> PyResult<PyRetention> {
         let log = self.inner.clone();
-        let result = run(py, move || log.delete_old_segments())?;
+        let options = crate::log::unified_log::RetentionOptions { cap_future_timestamps };
+        let result = run(py, move || log.delete_old_segments_with(options))?;
         Ok(retention_tuple(&result))
     }
 

@@ -17,6 +17,7 @@ use crate::checkpoint::partition_metadata::TopicId;
 use crate::config::LogConfig;
 use crate::error::Error;
 use crate::log::file_names::TopicPartition;
+use crate::log::unified_log::RetentionOptions;
 use crate::manager::config::LogManagerConfig;
 use crate::manager::loading::{DirRecoveryProgress, ProgressCallback};
 use crate::manager::log_manager::{LogManager, LogManagerOptions};
@@ -180,9 +181,10 @@ impl PyLogManager {
     }
 
     /// (topic, partition, retention) for each log retention ran on.
-    fn run_retention(&self, py: Python<'_>) -> PyResult<Vec<(String, i32, PyRetention)>> {
+    fn run_retention(&self, py: Python<'_>, cap_future_timestamps: bool) -> PyResult<Vec<(String, i32, PyRetention)>> {
         let manager = self.inner.clone();
-        let results = run(py, move || manager.run_retention())?;
+        let options = RetentionOptions { cap_future_timestamps };
+        let results = run(py, move || manager.run_retention(options))?;
         Ok(results.into_iter().map(|(tp, r)| (tp.topic.clone(), tp.partition, retention_tuple(&r))).collect())
     }
 

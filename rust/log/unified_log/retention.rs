@@ -64,31 +64,77 @@ pub struct RetentionResult {
 /// A retention check on one segment, given the segment after it.
 type SegmentPredicate<'a> = dyn FnMut(&LogSegment, Option<&Arc<LogSegment>>) -> Result<bool> + 'a;
 
+/// kafkalog's opt-in additions to Kafka's retention.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetentionOptions {
+    /// Judge a segment whose largest record timestamp lies in the future by its file's
+    /// modification time instead. Kafka keeps such a segment until the clock passes its
+    /// timestamps, which a producer with a wrong clock can make "forever".
+    pub cap_future_timestamps: bool,
+}
+
 impl UnifiedLog {
     /// Deletes the segments retention allows (Kafka's `deleteOldSegments`): with `delete` in
     /// `cleanup.policy`, the log-start, `retention.bytes` and `retention.ms` checks in that
-    /// order; otherwise the log-start check only.
+    /// order; otherwise the log-start check only. Every segment with future timestamps gets a
+    /// warning.
     pub fn delete_old_segments(&self) -> Result<RetentionResult> {
-        self.handle_io(self.delete_old_segments_inner())
+        self.delete_old_segments_with(RetentionOptions::default())
     }
 
-    fn delete_old_segments_inner(&self) -> Result<RetentionResult> {
+    /// [`UnifiedLog::delete_old_segments`] with kafkalog's options.
+    pub fn delete_old_segments_with(&self, options: RetentionOptions) -> Result<RetentionResult> {
+        self.handle_io(self.delete_old_segments_inner(options))
+    }
+
+    fn delete_old_segments_inner(&self, options: RetentionOptions) -> Result<RetentionResult> {
         self.check_writable()?;
         let _guard = self.write_lock.lock();
         self.check_open()?;
         let config = self.config();
         let mut result = RetentionResult::default();
-        self.delete_breached(RetentionReason::LogStartOffsetBreach, &mut result)?;
+        self.delete_breached(RetentionReason::LogStartOffsetBreach, options, &mut result)?;
         if config.delete() {
-            self.delete_breached(RetentionReason::RetentionSizeBreach, &mut result)?;
-            self.delete_breached(RetentionReason::RetentionMsBreach, &mut result)?;
+            self.delete_breached(RetentionReason::RetentionSizeBreach, options, &mut result)?;
+            if config.retention_ms >= 0 {
+                self.warn_future_timestamps(options, &mut result)?;
+            }
+            self.delete_breached(RetentionReason::RetentionMsBreach, options, &mut result)?;
         }
         self.local.delete_due_files(false)?;
         result.log_start_offset = self.log_start_offset();
         Ok(result)
     }
 
-    fn delete_breached(&self, reason: RetentionReason, result: &mut RetentionResult) -> Result<()> {
+    /// One warning per segment whose largest timestamp lies in the future (Kafka warns only for
+    /// the segment where its walk stops).
+    fn warn_future_timestamps(&self, options: RetentionOptions, result: &mut RetentionResult) -> Result<()> {
+        let now = self.local.clock().milliseconds();
+        for segment in self.local.segments().values() {
+            let largest = segment.largest_timestamp()?;
+            if largest > now {
+                let consequence = if options.cap_future_timestamps {
+                    "judged by its file's modification time instead (cap_future_timestamps)"
+                } else {
+                    "retention.ms cannot delete it, or any segment after it, until then"
+                };
+                result.warnings.push(format!(
+                    "segment {} of {} contains future timestamps (largest {largest}, {} ms ahead); {consequence}",
+                    segment.base_offset(),
+                    self.topic_partition,
+                    largest - now
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn delete_breached(
+        &self,
+        reason: RetentionReason,
+        options: RetentionOptions,
+        result: &mut RetentionResult,
+    ) -> Result<()> {
         let config = self.config();
         let now = self.local.clock().milliseconds();
         let log_start = self.log_start_offset();
@@ -114,15 +160,9 @@ impl UnifiedLog {
                     fits
                 }
                 RetentionReason::RetentionMsBreach => {
-                    let largest = segment.largest_timestamp()?;
-                    if largest > now {
-                        result.warnings.push(format!(
-                            "segment {} of {} has largest timestamp {largest}, {} ms in the future; \
-                             retention.ms cannot delete it until then",
-                            segment.base_offset(),
-                            self.topic_partition,
-                            largest - now
-                        ));
+                    let mut largest = segment.largest_timestamp()?;
+                    if largest > now && options.cap_future_timestamps {
+                        largest = segment.last_modified()?;
                     }
                     now - largest > config.retention_ms
                 }
