@@ -5,11 +5,13 @@
 //! - `read_only` and `recovery`: opening a live or crashed partition directory;
 //! - `model`: a model-based property test of `UnifiedLog` against an in-memory log;
 //! - `fuzz`: `fuzz_*` targets for the batch decoder and log loading (`make fuzz` runs them long);
-//! - `fault`: disk failures (EIO, ENOSPC, failed fsync) through the fault-injection seam.
+//! - `fault`: disk failures (EIO, ENOSPC, failed fsync) through the fault-injection seam;
+//! - `log_manager`: several log dirs, restarts, the scheduler, a failing dir.
 
 mod common;
 mod fault;
 mod fuzz;
+mod log_manager;
 mod model;
 mod reopen;
 mod segment;
