@@ -88,6 +88,9 @@ pub struct LoadResult {
     pub log_start_wiped: bool,
 }
 
+/// A KRaft snapshot renamed for deletion (`Snapshots.DELETE_SUFFIX`), which the loader leaves alone.
+const KRAFT_SNAPSHOT_DELETED_SUFFIX: &str = ".checkpoint.deleted";
+
 /// Loads `dir` (see the module doc). Mirrors Kafka's `LogLoader.load`.
 pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(LocalLog, LoadResult)> {
     let local = LocalLog::new(dir, clock, params.read_only);
@@ -126,7 +129,9 @@ fn complete_or_roll_back_replace(dir: &Path, result: &mut LoadResult) -> Result<
     let mut cleaned = Vec::new();
     let mut swaps = Vec::new();
     for (name, path) in list_files(dir)? {
-        if name.ends_with(DELETED_FILE_SUFFIX) {
+        // KRaft snapshots marked for deletion are the metadata log's to recover (Kafka's
+        // `Snapshots.DELETE_SUFFIX`).
+        if name.ends_with(DELETED_FILE_SUFFIX) && !name.ends_with(KRAFT_SNAPSHOT_DELETED_SUFFIX) {
             delete_if_exists(&path)?;
         } else if name.ends_with(CLEANED_FILE_SUFFIX) {
             cleaned.push((offset_from_file_name(&name), path));
@@ -219,24 +224,30 @@ fn remove_orphans(dir: &Path, result: &mut LoadResult) -> Result<Vec<(i64, &'sta
     Ok(bases.into_iter().map(|b| (b, "")).collect())
 }
 
-/// The segments a read-only reader sees: live segments, with any pending `.swap` segments
-/// standing in for the live ones they supersede. Nothing is deleted or renamed.
+/// The segments a read-only reader sees: what a writable load would leave. Live segments, with
+/// the pending `.swap` segments below the smallest `.cleaned` offset standing in for the live
+/// ones they supersede (the others would be dropped). Nothing is deleted or renamed.
 fn read_only_bases(dir: &Path) -> Result<Vec<(i64, &'static str)>> {
     let files = list_files(dir)?;
-    let has_cleaned = files.iter().any(|(n, _)| n.ends_with(CLEANED_FILE_SUFFIX));
+    let min_cleaned = files
+        .iter()
+        .filter(|(n, _)| n.ends_with(CLEANED_FILE_SUFFIX))
+        .filter_map(|(n, _)| offset_from_file_name(n))
+        .min()
+        .unwrap_or(i64::MAX);
     let swap_log = format!("{LOG_FILE_SUFFIX}{SWAP_FILE_SUFFIX}");
     let mut map: BTreeMap<i64, &'static str> = files
         .iter()
         .filter(|(name, _)| is_segment_file(name, LOG_FILE_SUFFIX))
         .filter_map(|(name, _)| offset_from_file_name(name).map(|b| (b, "")))
         .collect();
-    if !has_cleaned {
-        for (name, path) in &files {
-            let Some(base) = offset_from_file_name(name).filter(|_| name.ends_with(&swap_log)) else { continue };
-            let next = next_offset_of_file(path, base)?;
-            map.retain(|b, _| *b < base || *b >= next);
-            map.insert(base, SWAP_FILE_SUFFIX);
-        }
+    for (name, path) in &files {
+        let Some(base) = offset_from_file_name(name).filter(|b| name.ends_with(&swap_log) && *b < min_cleaned) else {
+            continue;
+        };
+        let next = next_offset_of_file(path, base)?;
+        map.retain(|b, _| *b < base || *b >= next);
+        map.insert(base, SWAP_FILE_SUFFIX);
     }
     Ok(map.into_iter().collect())
 }
@@ -330,7 +341,8 @@ fn recover_or_split(
 
 /// Step 4 (Kafka's `recoverLog` after an unclean shutdown): recovers the segments from the one
 /// holding `recovery_point` on. Bytes cut from one segment mean the later ones hold data that
-/// no longer follows on: they are deleted.
+/// no longer follows on: they are deleted. The parts a split makes of a segment are not
+/// "later" ones: only segments at or above the next segment's base offset go.
 fn recover_unflushed(
     dir: &Path,
     recovery_point: i64,
@@ -345,8 +357,9 @@ fn recover_unflushed(
             progress(pending.len() + 1);
         }
         log::info!("recovering unflushed segment {} in {}", segment.base_offset(), dir.display());
+        let next_base = pending.front().map_or(i64::MAX, |s| s.base_offset());
         if recover_or_split(&segment, params, local, result)? > 0 {
-            let doomed = local.segments().values_range(segment.base_offset() + 1, i64::MAX);
+            let doomed = local.segments().values_range(next_base, i64::MAX);
             if !doomed.is_empty() {
                 log::warn!(
                     "deleting {} segments of {} that follow the truncated segment {}",

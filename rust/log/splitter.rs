@@ -44,9 +44,6 @@ pub fn split_overflowed_segment(segment: &Arc<LogSegment>, config: &LogConfig, l
         }
         let fits = parts.last().is_some_and(|p| p.can_convert_to_relative_offset(batch.last_offset()));
         if !fits {
-            if let Some(previous) = parts.last() {
-                previous.on_become_inactive_segment()?;
-            }
             let part =
                 LogSegment::open(local.dir(), base, config, local.clock().clone(), CLEANED_FILE_SUFFIX, false, false)?;
             parts.push(Arc::new(part));
@@ -70,8 +67,16 @@ pub fn split_overflowed_segment(segment: &Arc<LogSegment>, config: &LogConfig, l
         // Nothing valid to keep: an empty segment at the old base takes its place.
         return segment.truncate_to(segment.base_offset());
     }
+    // As Kafka does for every part: indexes trimmed with the final time-index entry, as a
+    // rolled segment has them, and the old segment's modification time, which retention uses
+    // for data without timestamps.
+    let mtime = std::fs::metadata(segment.path())
+        .and_then(|m| m.modified())
+        .map_err(|e| Error::io(segment.path(), "stat", e))?;
     for p in &parts {
+        p.on_become_inactive_segment()?;
         p.flush()?;
+        p.log().set_modified(mtime)?;
     }
     log::info!(
         "split {} into {} segments at base offsets {:?}",

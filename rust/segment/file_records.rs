@@ -112,6 +112,12 @@ impl FileRecords {
         }
     }
 
+    /// Sets the file's modification time (Kafka's `LogSegment.setLastModified`, used when a
+    /// segment's data moves to a new file).
+    pub fn set_modified(&self, time: std::time::SystemTime) -> Result<()> {
+        self.file.set_modified(time).map_err(|e| self.io("set modification time", e))
+    }
+
     /// Length of the file on disk (larger than `size` while preallocated).
     pub fn file_len(&self) -> Result<u64> {
         Ok(self.file.metadata().map_err(|e| self.io("stat", e))?.len())

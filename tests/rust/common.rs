@@ -232,3 +232,45 @@ impl XorShift {
         self.next() % n
     }
 }
+
+/// A `log` crate logger that records, per thread, the lines emitted while [`capture_log`] runs
+/// (tests run in parallel, and loading and retention log on the calling thread).
+struct CaptureLogger;
+
+thread_local! {
+    static CAPTURED: std::cell::RefCell<Option<Vec<(::log::Level, String)>>> = const { std::cell::RefCell::new(None) };
+}
+
+impl ::log::Log for CaptureLogger {
+    fn enabled(&self, _: &::log::Metadata<'_>) -> bool {
+        CAPTURED.with(|c| c.borrow().is_some())
+    }
+    fn log(&self, record: &::log::Record<'_>) {
+        CAPTURED.with(|c| {
+            if let Some(lines) = c.borrow_mut().as_mut() {
+                lines.push((record.level(), record.args().to_string()));
+            }
+        });
+    }
+    fn flush(&self) {}
+}
+
+static CAPTURE_LOGGER: CaptureLogger = CaptureLogger;
+
+/// Runs `f` and returns what it returned with the log lines it emitted on this thread.
+pub fn capture_log<T>(f: impl FnOnce() -> T) -> (T, Vec<(::log::Level, String)>) {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        ::log::set_logger(&CAPTURE_LOGGER).expect("no other logger in the test binary");
+        ::log::set_max_level(::log::LevelFilter::Info);
+    });
+    CAPTURED.with(|c| *c.borrow_mut() = Some(Vec::new()));
+    let out = f();
+    let lines = CAPTURED.with(|c| c.borrow_mut().take()).unwrap_or_default();
+    (out, lines)
+}
+
+/// The lines at `level` among `lines`.
+pub fn lines_at(lines: &[(::log::Level, String)], level: ::log::Level) -> Vec<&str> {
+    lines.iter().filter(|(l, _)| *l == level).map(|(_, s)| s.as_str()).collect()
+}

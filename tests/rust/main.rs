@@ -3,6 +3,8 @@
 //! - `segment`: Kafka's `LogSegmentTest` against `LogSegment`;
 //! - `unified_log`: the `UnifiedLogTest` selection that applies without producer state;
 //! - `read_only` and `recovery`: opening a live or crashed partition directory;
+//! - `log_loader`: Kafka's `LogLoaderTest` (leftovers, indexes, corruption, `.cleaned` / `.swap`, splits);
+//! - `retention`: `delete_old_segments` (Kafka's `UnifiedLogTest` retention cases);
 //! - `model`: a model-based property test of `UnifiedLog` against an in-memory log;
 //! - `fuzz`: `fuzz_*` targets for the batch decoder and log loading (`make fuzz` runs them long);
 //! - `fault`: disk failures (EIO, ENOSPC, failed fsync) through the fault-injection seam;
@@ -11,8 +13,10 @@
 mod common;
 mod fault;
 mod fuzz;
+mod log_loader;
 mod log_manager;
 mod model;
 mod reopen;
+mod retention;
 mod segment;
 mod unified_log;
