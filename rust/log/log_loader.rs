@@ -384,7 +384,21 @@ fn recover_unflushed(
 fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut LoadResult) -> Result<()> {
     let checkpoint_start = params.log_start_offset.unwrap_or(0);
     if let Some(active) = local.segments().last_segment() {
-        (result.log_end_offset, result.log_end_position) = active.read_next_offset_and_end()?;
+        (result.log_end_offset, result.log_end_position) = match active.read_next_offset_and_end() {
+            // A torn tail although the dir was shut down cleanly (the file was damaged since):
+            // Kafka would end the log at the last complete batch without looking; kafkalog
+            // recovers the segment so the damage is cut and counted.
+            Err(Error::CorruptRecord { .. }) if !params.read_only => {
+                log::warn!(
+                    "{} ends in an incomplete batch although the log was shut down cleanly; recovering it",
+                    active.path().display()
+                );
+                recover_or_split(&active, params, local, result)?;
+                let active = local.segments().last_segment().unwrap_or(active);
+                active.read_next_offset_and_end()?
+            }
+            other => other?,
+        };
         if !params.read_only && result.log_end_offset < checkpoint_start {
             log::warn!(
                 "the log start offset checkpoint {checkpoint_start} is past the log end offset {} of {}; \

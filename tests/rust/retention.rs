@@ -262,8 +262,9 @@ fn log_deletion_after_delete_records() {
     }
 }
 
-/// LogFutureTimestampLogger: a segment whose largest timestamp is in the future gets a warning
-/// naming it and is not deleted; the walk stops there, so an old segment after it stays too.
+/// LogFutureTimestampLogger: a segment whose largest timestamp is in the future is not deleted;
+/// the walk stops there, so an old segment after it stays too. Every such segment gets a
+/// warning naming it (Kafka warns only where its walk stops).
 #[test]
 fn segment_with_future_timestamps_is_kept_with_a_warning() {
     let fx = Fixture::new();
@@ -272,15 +273,41 @@ fn segment_with_future_timestamps_is_kept_with_a_warning() {
     let log = log_with_segments(&fx, &cfg, &[&[T0 + hour], &[T0 - 100_000], &[T0 + hour + 500]]);
     let result = log.delete_old_segments().unwrap();
     assert!(result.deleted.is_empty());
-    assert_eq!(result.warnings.len(), 1, "{:?}", result.warnings);
-    assert!(result.warnings[0].starts_with("segment 0 of topic-0 has largest timestamp"), "{}", result.warnings[0]);
-    assert!(result.warnings[0].contains(&format!("{hour} ms in the future")), "{}", result.warnings[0]);
+    assert_eq!(result.warnings.len(), 2, "{:?}", result.warnings);
+    assert!(
+        result.warnings[0].starts_with("segment 0 of topic-0 contains future timestamps"),
+        "{}",
+        result.warnings[0]
+    );
+    assert!(result.warnings[0].contains(&format!("{hour} ms ahead")), "{}", result.warnings[0]);
+    assert!(result.warnings[1].starts_with("segment 2 of topic-0"), "{}", result.warnings[1]);
 
     fx.clock.set(T0 + hour + 1001);
     let result = log.delete_old_segments().unwrap();
     assert_eq!(summary(&result.deleted), vec![(0, 1, RetentionMsBreach), (1, 2, RetentionMsBreach)]);
     assert!(result.warnings.is_empty(), "{:?}", result.warnings);
     assert_eq!(bases(&log), vec![2]);
+}
+
+/// kafkalog's opt-in cap: a segment with future timestamps is judged by its file's mtime.
+#[test]
+fn cap_future_timestamps_judges_by_mtime() {
+    let fx = Fixture::new();
+    let cfg = config(&[("retention.ms", "1000"), ("file.delete.delay.ms", "0")]);
+    let hour = 3_600_000;
+    let log = log_with_segments(&fx, &cfg, &[&[T0 + hour], &[T0 + hour]]);
+    let written = std::time::UNIX_EPOCH + std::time::Duration::from_millis((T0 - 10_000) as u64);
+    for segment in log.segments() {
+        std::fs::File::options().write(true).open(segment.path()).unwrap().set_modified(written).unwrap();
+    }
+    fx.clock.set(T0);
+    let options = kafkalog::log::unified_log::RetentionOptions { cap_future_timestamps: true };
+    let result = log.delete_old_segments_with(options).unwrap();
+    assert_eq!(summary(&result.deleted), vec![(0, 1, RetentionMsBreach), (1, 2, RetentionMsBreach)]);
+    assert_eq!(result.warnings.len(), 2, "{:?}", result.warnings);
+    assert!(result.warnings[0].contains("cap_future_timestamps"), "{}", result.warnings[0]);
+    let plain = log_with_segments(&Fixture::new(), &cfg, &[&[T0 + hour]]);
+    assert!(plain.delete_old_segments().unwrap().deleted.is_empty(), "without the cap nothing goes");
 }
 
 /// testRetentionDeletesProducerStateSnapshots: the producer snapshots of deleted segments are
