@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from kafkalog import DirRecoveryProgress, LogManager, UnifiedLog
-from kafkalog.exceptions import AllLogDirsOfflineError, KafkaStorageError
+from kafkalog.exceptions import AllLogDirsOfflineError, KafkaLogError, KafkaStorageError
 from kafkalog.testing import fault
 from manager_helpers import (
     CLEAN_SHUTDOWN,
@@ -352,3 +352,25 @@ def test_failed_dir_lock_file_is_deleted(tmp_path: Path) -> None:
         assert list(m.offline_log_dirs) == [str(a)]
         assert (b / LOCK).exists()
         assert not (a / LOCK).exists()
+
+
+def test_failed_close_job_writes_no_marker_in_that_dir(tmp_path: Path) -> None:
+    """LogManager.shutdown writes a dir's checkpoints and .kafka_cleanshutdown only if every
+    flush-and-close job of that dir succeeded: an fsync failure while closing a's log leaves a
+    unmarked (its next start-up recovers) while b is marked; close() reports the failure."""
+    m, a, b, in_a, in_b = two_dir_manager(tmp_path)
+    a_checkpoint = file_state(a / RECOVERY_POINTS)
+    fill(in_a, 2)
+    fill(in_b, 2)
+    with fault(a, "fsync", errno.EIO):
+        with pytest.raises(KafkaLogError, match=re.escape(str(a))):
+            m.close(broker_epoch=3)
+    assert not (a / CLEAN_SHUTDOWN).exists()
+    assert file_state(a / RECOVERY_POINTS) == a_checkpoint
+    assert (b / CLEAN_SHUTDOWN).read_bytes() == b'{"version":0,"brokerEpoch":3}'
+    assert read_checkpoint(b / RECOVERY_POINTS) == {("t", 1): 5}
+    with open_manager([a, b]) as again:
+        assert {s.dir: s.had_clean_shutdown for s in again.load_summary()} == {str(a): False, str(b): True}
+        back = again.get_log("t", 0)
+        assert back is not None and back.log_end_offset == 5
+        del back
