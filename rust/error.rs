@@ -153,6 +153,11 @@ impl fmt::Display for Error {
             }
             Error::IllegalState { reason } => write!(f, "{reason}"),
             Error::LogClosed { path } => write!(f, "log {} is closed", path.display()),
+            Error::LogDirLocked { path } if path.file_name().is_some_and(|n| n == ".lock") => write!(
+                f,
+                "failed to acquire lock on file {}: another LogManager or a running Kafka broker is using this log dir",
+                path.display()
+            ),
             Error::LogDirLocked { path } => write!(
                 f,
                 "{} is locked by another writer; open it with read_only=True to read it meanwhile",

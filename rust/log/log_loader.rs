@@ -108,7 +108,7 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
         }
     }
     result.segments_loaded = bases.len();
-    for base in needs_recovery {
+    for &base in &needs_recovery {
         if let Some(segment) = local.segments().get(base) {
             recover_or_split(&segment, params, &local, &mut result)?;
         }
@@ -117,7 +117,7 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
     if !params.read_only && !params.had_clean_shutdown && !is_delete_dir {
         let recovery_point =
             params.recovery_point.unwrap_or_else(|| local.segments().last_segment().map_or(0, |s| s.base_offset()));
-        recover_unflushed(dir, recovery_point, params, &local, &mut result)?;
+        recover_unflushed(dir, recovery_point, &needs_recovery, params, &local, &mut result)?;
     }
     finish(dir, params, &local, &mut result)?;
     Ok((local, result))
@@ -342,10 +342,13 @@ fn recover_or_split(
 /// Step 4 (Kafka's `recoverLog` after an unclean shutdown): recovers the segments from the one
 /// holding `recovery_point` on. Bytes cut from one segment mean the later ones hold data that
 /// no longer follows on: they are deleted. The parts a split makes of a segment are not
-/// "later" ones: only segments at or above the next segment's base offset go.
+/// "later" ones: only segments at or above the next segment's base offset go. Segments just
+/// recovered for a missing index (`already`) are not recovered twice (Kafka does recover them
+/// again, finding nothing more to cut).
 fn recover_unflushed(
     dir: &Path,
     recovery_point: i64,
+    already: &[i64],
     params: &LoadParams<'_>,
     local: &LocalLog,
     result: &mut LoadResult,
@@ -355,6 +358,9 @@ fn recover_unflushed(
     while let Some(segment) = pending.pop_front() {
         if let Some(progress) = params.progress {
             progress(pending.len() + 1);
+        }
+        if already.contains(&segment.base_offset()) {
+            continue;
         }
         log::info!("recovering unflushed segment {} in {}", segment.base_offset(), dir.display());
         let next_base = pending.front().map_or(i64::MAX, |s| s.base_offset());

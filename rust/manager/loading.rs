@@ -243,7 +243,9 @@ fn load_dir(
                             t.per_thread.iter().filter(|((d, _), _)| *d == index).map(|(_, n)| n).sum();
                     });
                 }));
-                let loaded = load_partition(path, tp, plan, ctx, on_segments);
+                let loaded = load_partition(path, tp, plan, ctx, on_segments.clone());
+                // A failed load leaves no segments to recover in this thread either.
+                (on_segments.0)(0);
                 let mut o = out.lock();
                 match loaded {
                     Ok((item, load)) => {

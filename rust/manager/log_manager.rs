@@ -252,15 +252,15 @@ impl LogManager {
     }
 
     /// The log of `tp`, if this manager holds it (and its dir is online).
-    pub fn get_log(&self, tp: &TopicPartition) -> Option<Arc<UnifiedLog>> {
-        self.inner.process_failures();
-        self.inner.state.read().current.get(tp).cloned()
+    pub fn get_log(&self, tp: &TopicPartition) -> Result<Option<Arc<UnifiedLog>>> {
+        self.inner.check_usable()?;
+        Ok(self.inner.state.read().current.get(tp).cloned())
     }
 
     /// Every served log, in topic-partition order.
-    pub fn logs(&self) -> Vec<Arc<UnifiedLog>> {
-        self.inner.process_failures();
-        self.inner.state.read().current.values().cloned().collect()
+    pub fn logs(&self) -> Result<Vec<Arc<UnifiedLog>>> {
+        self.inner.check_usable()?;
+        Ok(self.inner.state.read().current.values().cloned().collect())
     }
 
     /// The `-future` logs loaded at start-up.
@@ -356,6 +356,7 @@ impl LogManager {
     pub fn update_topic_config(&self, topic: &str, config: LogConfig) -> Result<()> {
         config.validate()?;
         let _creation = self.inner.creation_lock.lock();
+        self.inner.check_usable()?;
         self.update_topic_config_locked(topic, config)
     }
 
@@ -410,15 +411,20 @@ impl LogManager {
     }
 
     /// Fsyncs every log up to its log end.
+    /// Fails with the first error if any log could not be flushed (its dir is then offline;
+    /// the other logs are still flushed).
     pub fn flush(&self) -> Result<()> {
         self.inner.check_usable()?;
+        let mut first_error = None;
         for log in self.inner.all_logs() {
             if let Err(e) = log.flush() {
                 log::error!("flush of {} failed: {e}", log.dir().display());
+                first_error.get_or_insert(e);
             }
         }
         self.inner.process_failures();
-        self.inner.check_usable()
+        self.inner.check_usable()?;
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Writes `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
@@ -592,6 +598,10 @@ fn next_log_dirs(state: &State) -> Vec<PathBuf> {
         })
         .collect();
     counts.sort_by_key(|(n, _)| *n);
+    if counts.is_empty() {
+        // Every online dir is cordoned: Kafka falls back to the first live dir.
+        return state.dirs.iter().find(|d| d.online).map(|d| d.path.clone()).into_iter().collect();
+    }
     counts.into_iter().map(|(_, p)| p).collect()
 }
 
@@ -773,7 +783,10 @@ impl Inner {
             let Some(d) = state.dirs.iter_mut().find(|d| d.path == dir) else { continue };
             d.online = false;
             d.offline_reason.get_or_insert(reason);
-            d.lock = None;
+            if d.lock.take().is_some() {
+                // Kafka destroys the failed dir's lock (the file goes too, if the disk allows).
+                let _ = std::fs::remove_file(d.path.join(LOCK_FILE));
+            }
             let logs = state.logs_in(&dir);
             for (tp, log) in &logs {
                 state.current.retain(|k, l| !(k == tp && Arc::ptr_eq(l, log)));
@@ -905,6 +918,9 @@ impl Inner {
     }
 
     fn checkpoint_file(&self, dir: &Path, name: &str, value: &dyn Fn(&UnifiedLog) -> Option<i64>) {
+        if self.failure_channel.has_offline_log_dir(dir) {
+            return;
+        }
         let entries: Vec<(TopicPartition, i64)> = {
             let state = self.state.read();
             if !state.dirs.iter().any(|d| d.path == dir && d.online) {

@@ -30,8 +30,15 @@ type PyLogDir = (PathBuf, bool, bool, usize, Option<String>, Option<String>);
 /// (dir, had_clean_shutdown, logs, segments, segments_recovered, bytes_truncated, ms, error).
 type PyLoadSummary = (PathBuf, bool, usize, usize, usize, u64, u64, Option<String>);
 
-fn log_config(pairs: &[(String, String)]) -> crate::error::Result<LogConfig> {
-    LogConfig::from_props(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+/// A topic's config: its overrides over the broker defaults (Kafka's
+/// `LogConfig.fromProps(defaults, overrides)`).
+fn topic_config(defaults: &LogConfig, pairs: &[(String, String)]) -> crate::error::Result<LogConfig> {
+    let mut config = defaults.clone();
+    for (k, v) in pairs {
+        config.set(k, v)?;
+    }
+    config.validate()?;
+    Ok(config)
 }
 
 /// Native handle of a log manager.
@@ -67,7 +74,7 @@ impl PyLogManager {
             .map_err(|e| to_py_err(py, e))?;
         let mut topics = HashMap::new();
         for (topic, pairs) in &topic_configs {
-            topics.insert(topic.clone(), log_config(pairs).map_err(|e| to_py_err(py, e))?);
+            topics.insert(topic.clone(), topic_config(config.log_config(), pairs).map_err(|e| to_py_err(py, e))?);
         }
         let manual_clock = mock_time_ms.map(ManualClock::new);
         let clock: SharedClock = match &manual_clock {
@@ -138,7 +145,8 @@ impl PyLogManager {
         config: Option<Vec<(String, String)>>,
         topic_id: Option<String>,
     ) -> PyResult<PyUnifiedLog> {
-        let config = config.map(|pairs| log_config(&pairs)).transpose().map_err(|e| to_py_err(py, e))?;
+        let defaults = self.inner.config().log_config();
+        let config = config.map(|pairs| topic_config(defaults, &pairs)).transpose().map_err(|e| to_py_err(py, e))?;
         let topic_id = topic_id.map(|id| TopicId::parse(&id)).transpose().map_err(|e| to_py_err(py, e))?;
         let manager = self.inner.clone();
         let tp = TopicPartition::new(topic, partition);
@@ -146,12 +154,14 @@ impl PyLogManager {
         Ok(PyUnifiedLog::new_managed(log))
     }
 
-    fn get_log(&self, topic: String, partition: i32) -> Option<PyUnifiedLog> {
-        self.inner.get_log(&TopicPartition::new(topic, partition)).map(PyUnifiedLog::new_managed)
+    fn get_log(&self, py: Python<'_>, topic: String, partition: i32) -> PyResult<Option<PyUnifiedLog>> {
+        let log = self.inner.get_log(&TopicPartition::new(topic, partition)).map_err(|e| to_py_err(py, e))?;
+        Ok(log.map(PyUnifiedLog::new_managed))
     }
 
-    fn logs(&self) -> Vec<PyUnifiedLog> {
-        self.inner.logs().into_iter().map(PyUnifiedLog::new_managed).collect()
+    fn logs(&self, py: Python<'_>) -> PyResult<Vec<PyUnifiedLog>> {
+        let logs = self.inner.logs().map_err(|e| to_py_err(py, e))?;
+        Ok(logs.into_iter().map(PyUnifiedLog::new_managed).collect())
     }
 
     fn future_logs(&self) -> Vec<PyUnifiedLog> {
@@ -165,7 +175,7 @@ impl PyLogManager {
 
     #[allow(clippy::needless_pass_by_value)]
     fn update_topic_config(&self, py: Python<'_>, topic: String, config: Vec<(String, String)>) -> PyResult<()> {
-        let config = log_config(&config).map_err(|e| to_py_err(py, e))?;
+        let config = topic_config(self.inner.config().log_config(), &config).map_err(|e| to_py_err(py, e))?;
         let manager = self.inner.clone();
         run(py, move || manager.update_topic_config(&topic, config))
     }

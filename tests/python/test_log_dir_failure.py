@@ -137,12 +137,6 @@ def test_fsync_error_in_a_log_flush_raises_kafka_storage_error(tmp_path: Path) -
         assert m.get_log("t", 0) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: LogManager.flush() returns normally when an fsync fails (it logs the error and "
-    "takes the dir offline), so a caller using flush() as a durability barrier is told the data "
-    "is on disk when it is not",
-)
 def test_flush_reports_an_fsync_failure(tmp_path: Path) -> None:
     """LogManager.flush() is documented as 'Fsyncs every log up to its log end offset'; when it
     could not, it must say so."""
@@ -229,12 +223,6 @@ def test_single_dir_failure_is_fatal(tmp_path: Path) -> None:
             m.create_log("t", 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: after every log dir failed, get_log()/logs() return None/[] instead of raising "
-    "AllLogDirsOfflineError like the other operations, so 'all dirs failed' looks like 'no such "
-    "partition'",
-)
 @pytest.mark.parametrize("call", ["get_log", "logs"])
 def test_reads_after_all_dirs_failed_raise(tmp_path: Path, call: str) -> None:
     a = tmp_path / "a"
@@ -293,12 +281,6 @@ def test_read_error_while_recovering_takes_only_that_dir_offline(tmp_path: Path)
             check_contents(lg)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: when a dir fails while its logs recover, the last on_progress snapshot still "
-    "reports segments_remaining > 0 for it (the failed log's count is never reset), although "
-    "nothing is loading any more",
-)
 def test_progress_ends_at_zero_after_a_dir_failed_to_load(tmp_path: Path) -> None:
     (a, b), _ = crashed_two_dir_layout(tmp_path)
     seen: list[list[DirRecoveryProgress]] = []
@@ -338,11 +320,6 @@ def test_close_after_a_dir_failure_marks_only_the_healthy_dir_clean(tmp_path: Pa
         del back
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the failed dir's .lock file is left behind (the lock is released but the file is "
-    "not deleted); Kafka's handleLogDirFailure destroys it (FileLock.destroy deletes .lock)",
-)
 def test_failed_dir_lock_file_is_deleted(tmp_path: Path) -> None:
     m, a, b, in_a, in_b = two_dir_manager(tmp_path)
     with m:

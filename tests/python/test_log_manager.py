@@ -129,11 +129,6 @@ def test_cordoned_dirs_config_must_name_log_dirs(tmp_path: Path) -> None:
     assert not a.exists() and not b.exists(), "a rejected config creates no directory"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: with every log dir cordoned, create_log raises IllegalStateError 'no online log dir "
-    "can hold t-0'; Kafka 4.3.1's nextLogDirs falls back to the first live dir (_liveLogDirs.peek())",
-)
 def test_every_dir_cordoned_falls_back_to_the_first_live_dir(tmp_path: Path) -> None:
     """nextLogDirs: when every live dir is cordoned, Kafka still places the partition, in the
     first live dir."""
@@ -626,12 +621,6 @@ def test_retention_with_per_topic_configs(tmp_path: Path) -> None:
         assert long_.log_start_offset == 20
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a topic override replaces the broker defaults instead of overriding them: with "
-    "log.retention.ms=60000 a topic created with {'retention.bytes': 7} gets retention.ms=604800000 "
-    "(Kafka merges: LogConfig.fromProps(defaults.originals, overrides))",
-)
 @pytest.mark.parametrize("how", ["create_log", "topic_configs", "update_topic_config"])
 def test_topic_overrides_keep_the_broker_defaults(tmp_path: Path, how: str) -> None:
     """Kafka's fetchLogConfig: topic config = broker defaults (log.* keys) + the topic's
@@ -896,13 +885,6 @@ def test_recovery_progress_and_parallel_loading(tmp_path: Path, threads: int) ->
         m.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: DirLoadSummary.segments_recovered counts a segment twice when its offset index is "
-    "missing (the active segment after a roll-on-append has a .timeindex but no .index yet): it is "
-    "recovered once for the missing index and again from the recovery point, so a 4-segment log "
-    "reports segments_recovered=5",
-)
 def test_segments_recovered_never_exceeds_segments_loaded(tmp_path: Path) -> None:
     a = tmp_path / "a"
     m = open_manager(a, SMALL_SEGMENTS)
@@ -1081,12 +1063,6 @@ def test_managed_log_close_is_a_no_op_and_manager_close_is_idempotent(tmp_path: 
         assert reopened is not None and reopened.log_end_offset == 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: get_log()/logs()/update_topic_config() on a closed LogManager succeed (None, [], "
-    "silently stored) instead of raising IllegalStateError as create_log/flush/checkpoint do, so a "
-    "caller cannot tell 'closed' from 'no such partition'",
-)
 @pytest.mark.parametrize("call", ["get_log", "logs", "update_topic_config"])
 def test_reads_after_close_raise(tmp_path: Path, call: str) -> None:
     m = open_manager(tmp_path / "a")

@@ -58,20 +58,20 @@ fn clean_and_unclean_restarts() {
         assert_eq!(s.logs_loaded, 2);
     }
     for p in 0..4 {
-        let log = m.get_log(&tp(p)).unwrap();
+        let log = m.get_log(&tp(p)).unwrap().unwrap();
         assert_eq!(scan_all(&log, 0).unwrap().len(), 10);
         assert_eq!(log.recovery_point(), 10);
     }
     m.checkpoint().unwrap();
-    m.get_log(&tp(0)).unwrap().roll().unwrap();
-    append_values(&m.get_log(&tp(0)).unwrap(), T0, &["after the checkpoint"]);
+    m.get_log(&tp(0)).unwrap().unwrap().roll().unwrap();
+    append_values(&m.get_log(&tp(0)).unwrap().unwrap(), T0, &["after the checkpoint"]);
     drop(m); // a crash: no flush, no marker
 
     let m = open(&[&a, &b], &[], &clock).unwrap();
     let recovered: usize = m.load_summary().iter().map(|s| s.segments_recovered).sum();
     assert!(m.load_summary().iter().all(|s| !s.had_clean_shutdown));
     assert!(recovered >= 4, "every log recovers from its checkpointed recovery point ({recovered})");
-    assert_eq!(scan_all(&m.get_log(&tp(0)).unwrap(), 0).unwrap().len(), 11);
+    assert_eq!(scan_all(&m.get_log(&tp(0)).unwrap().unwrap(), 0).unwrap().len(), 11);
     m.close(-1).unwrap();
 }
 
@@ -148,7 +148,7 @@ fn a_failing_dir_goes_offline_and_the_last_one_is_fatal() {
     }
     let dirs = m.log_dirs();
     assert!(!dirs[0].online && dirs[1].online, "{dirs:?}");
-    assert!(m.get_log(&tp(0)).is_none());
+    assert!(m.get_log(&tp(0)).unwrap().is_none());
     append_values(&in_b, T0, &["still serving"]);
     let placed = m.get_or_create_log(&tp(2), None, None).unwrap();
     assert_eq!(placed.log_dir(), b.as_path(), "no placement in an offline dir");
