@@ -11,7 +11,7 @@ RUST_SOURCES := $(shell find rust -name '*.rs') Cargo.toml Cargo.lock pyproject.
 
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test test-rust test-python test-interop lint fmt bench bench-python bench-kafka fuzz clean
+.PHONY: demo test test-rust test-python test-interop lint fmt bench bench-python bench-kafka fuzz soak clean
 
 $(STAMP): pyproject.toml requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,13 @@ bench-kafka: $(NATIVE_STAMP)
 
 fuzz:
 	PROPTEST_CASES=200000 cargo test --release --quiet fuzz_
+
+# Crash and corruption soak: 500 SIGKILLs of a child process writing to a LogManager (`make
+# test` runs 30) and 200 damaged files per kind of file and damage (`make test`: 25). About ten
+# minutes. Not part of `make test`.
+soak: $(NATIVE_STAMP)
+	KAFKALOG_CRASH_KILLS=500 KAFKALOG_CORRUPTION_CASES=200 $(PY) -m pytest -q \
+		tests/python/test_crash_recovery.py tests/python/test_corruption.py
 
 clean:
 	rm -rf $(VENV) target python/kafkalog/_native*.so
