@@ -69,8 +69,8 @@ fuzz:
 	PROPTEST_CASES=200000 cargo test --release --quiet fuzz_
 
 # Crash and corruption soak: 500 SIGKILLs of a child process writing to a LogManager (`make
-# test` runs 30) and 200 damaged files per kind of file and damage (`make test`: 25). About ten
-# minutes. Not part of `make test`.
+# test` runs 30) and 200 damaged files per kind of file and damage (`make test`: 25). About five
+# minutes on two cores. Not part of `make test`.
 soak: $(NATIVE_STAMP)
 	KAFKALOG_CRASH_KILLS=500 KAFKALOG_CORRUPTION_CASES=200 $(PY) -m pytest -q \
 		tests/python/test_crash_recovery.py tests/python/test_corruption.py
