@@ -1,7 +1,7 @@
 //! Loading and crash recovery of one partition directory, in the order of Kafka's `LogLoader`
 //! (`storage/.../internals/log/LogLoader.java`):
 //!
-//! 1. delete `*.deleted` files; drop `.swap` files at or above the smallest `.cleaned` offset,
+//! 1. delete `*.deleted` files (and `*.tmp` files of interrupted atomic writes); drop `.swap` files at or above the smallest `.cleaned` offset,
 //!    then every `.cleaned` file (an interrupted clean or split is rolled back);
 //! 2. delete the files the remaining swaps supersede, then rename the swaps into place (an
 //!    interrupted replace is completed);
@@ -133,6 +133,11 @@ fn complete_or_roll_back_replace(dir: &Path, result: &mut LoadResult) -> Result<
         // `Snapshots.DELETE_SUFFIX`).
         if name.ends_with(DELETED_FILE_SUFFIX) && !name.ends_with(KRAFT_SNAPSHOT_DELETED_SUFFIX) {
             delete_if_exists(&path)?;
+        } else if name.ends_with(super::file_names::TMP_FILE_SUFFIX) {
+            // The temporary file of an atomic write a crash interrupted (`partition.metadata`,
+            // `leader-epoch-checkpoint`); the real file is intact. Kafka leaves these behind.
+            log::info!("deleting {}, left by an interrupted write", path.display());
+            delete_if_exists(&path)?;
         } else if name.ends_with(CLEANED_FILE_SUFFIX) {
             cleaned.push((offset_from_file_name(&name), path));
         } else if name.ends_with(SWAP_FILE_SUFFIX) {
@@ -260,7 +265,11 @@ fn open_segment(dir: &Path, base: i64, suffix: &str, params: &LoadParams<'_>, lo
     let index_path = with_suffix(&super::file_names::offset_index_file(dir, base), suffix);
     let time_index_path = with_suffix(&super::file_names::time_index_file(dir, base), suffix);
     let time_index_new = !time_index_path.exists();
-    let index_problem = if params.read_only { None } else { offset_index_problem(&index_path) };
+    let index_problem = if params.read_only {
+        None
+    } else {
+        offset_index_problem(&index_path).or_else(|| time_index_problem(&time_index_path))
+    };
     let mut segment =
         LogSegment::open(dir, base, params.config, local.clock().clone(), suffix, false, params.read_only)?;
     segment.set_rolling_jitter_ms(super::local_log::random_jitter(params.config));
@@ -302,6 +311,13 @@ fn offset_index_problem(path: &Path) -> Option<String> {
         }
     }
     None
+}
+
+/// Why a time index cannot be trusted: its length is not a whole number of 12-byte entries
+/// (a torn write or truncation; Kafka does not check the time index at load).
+fn time_index_problem(path: &Path) -> Option<String> {
+    let len = std::fs::metadata(path).ok()?.len();
+    (len % 12 != 0).then(|| format!("the time index is corrupt: its length {len} is not a multiple of 12"))
 }
 
 /// Recovers one segment (Kafka's `recoverSegment`): offsets that go backwards leave it empty

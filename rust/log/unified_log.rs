@@ -95,6 +95,8 @@ impl Default for LogOpenOptions {
 pub struct FetchDataInfo {
     /// The offset asked for.
     pub fetch_offset: i64,
+    /// The segment file the records come from and their position in it (for error messages).
+    pub source: Option<(PathBuf, u64)>,
     /// Raw batches.
     pub records: Vec<u8>,
     /// The high watermark when the read ran.
@@ -199,7 +201,15 @@ impl UnifiedLog {
         };
         let (local, load) = super::log_loader::load(dir, &params, options.clock.clone())?;
         let metadata_file = PartitionMetadataFile::new(dir);
-        let topic_id = metadata_file.read()?;
+        let topic_id = match metadata_file.read() {
+            // A malformed file loses the topic id, not the data: Kafka takes the whole log dir
+            // offline (IOException); kafkalog loads the log without an id and says so.
+            Err(e @ (Error::IllegalState { .. } | Error::InvalidConfig { .. })) if !options.read_only => {
+                log::warn!("ignoring {e}; the log of {topic_partition} has no topic id until one is assigned");
+                None
+            }
+            other => other?,
+        };
         let now = options.clock.milliseconds();
         let offsets = Offsets {
             log_start: load.log_start_offset,
@@ -591,6 +601,7 @@ impl UnifiedLog {
         let o = *self.offsets.read();
         let mut info = FetchDataInfo {
             fetch_offset: start_offset,
+            source: None,
             records: Vec::new(),
             high_watermark: o.high_watermark,
             log_start_offset: o.log_start,
@@ -617,6 +628,13 @@ impl UnifiedLog {
             if let Some(slice) = s.read(start_offset, max_bytes, max_position, min_one_message)? {
                 if slice.size > 0 {
                     s.log().read_into(slice.position, slice.size as usize, &mut info.records)?;
+                    info.source = Some((s.path(), slice.position));
+                    let next_base =
+                        self.local.segments().higher_segment(s.base_offset()).map_or(o.log_end, |n| n.base_offset());
+                    if let Some(item) = BatchIter::new(&info.records).next() {
+                        let (_, first) = item.map_err(|e| e.in_file(&s.path(), slice.position))?;
+                        check_batch_in_segment(&s, next_base, &first, slice.position)?;
+                    }
                 }
                 return Ok(info);
             }
@@ -670,11 +688,17 @@ impl UnifiedLog {
         let (bound_base, bound_position) = self.position_of(bound, &o)?;
         let mut buf = Vec::new();
         for s in self.local.segments().covering(start, end) {
+            let next_base =
+                self.local.segments().higher_segment(s.base_offset()).map_or(o.log_end, |n| n.base_offset());
             let from = s.translate_offset(start, 0)?.map(|h| h.position);
             let Some(from) = from else { continue };
             let to = if s.base_offset() == bound_base { bound_position } else { s.size() };
             let mut more = true;
-            s.log().for_each_batch(from, to, &mut buf, |_, batch| {
+            let path = s.path();
+            s.log().for_each_batch(from, to, &mut buf, |position, batch| {
+                // Kafka's consumers check every batch's CRC (check.crcs); so does every scan.
+                batch.ensure_valid().map_err(|e| e.in_file(&path, position))?;
+                check_batch_in_segment(&s, next_base, &batch, position)?;
                 if batch.base_offset()? >= end {
                     more = false;
                     return Ok(false);
@@ -872,4 +896,23 @@ impl UnifiedLog {
         self.dir_lock.lock().take();
         result
     }
+}
+
+/// A batch read from `segment` must hold offsets of that segment: at or above its base offset
+/// and below the next segment's base (`next_base`). A damaged header (the base offset is outside
+/// the CRC) would otherwise serve records under offsets they do not have.
+fn check_batch_in_segment(segment: &LogSegment, next_base: i64, batch: &AnyBatch<'_>, position: u64) -> Result<()> {
+    let base = batch.base_offset()?;
+    let last = batch.last_offset();
+    if base < segment.base_offset() || last >= next_base || last < base {
+        return Err(Error::CorruptRecord {
+            file: Some(segment.path()),
+            position,
+            reason: format!(
+                "batch offsets [{base}, {last}] lie outside the segment's range [{}, {next_base})",
+                segment.base_offset()
+            ),
+        });
+    }
+    Ok(())
 }

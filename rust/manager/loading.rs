@@ -168,7 +168,23 @@ struct DirPlan {
     children: Vec<(PathBuf, TopicPartition)>,
 }
 
+/// The log dir's files written by atomic replace, whose `.tmp` a crash may leave behind.
+const ATOMIC_FILES: [&str; 6] = [
+    "recovery-point-offset-checkpoint",
+    "log-start-offset-checkpoint",
+    "replication-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+    "meta.properties",
+    ".kafka_cleanshutdown",
+];
+
 fn plan_dir(dir: &Path) -> Result<DirPlan> {
+    for name in ATOMIC_FILES {
+        let tmp = dir.join(format!("{name}.tmp"));
+        if crate::util::file::delete_if_exists(&tmp)? {
+            log::info!("deleted {}, left by an interrupted write", tmp.display());
+        }
+    }
     let had_clean_shutdown = log_dir::take_clean_shutdown_marker(dir)?;
     let recovery_points = log_dir::read_checkpoint_or_empty(dir, RECOVERY_POINT_CHECKPOINT_FILE);
     let log_starts = log_dir::read_checkpoint_or_empty(dir, LOG_START_OFFSET_CHECKPOINT_FILE);

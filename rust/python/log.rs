@@ -175,7 +175,10 @@ impl PyUnifiedLog {
         let log = self.inner.clone();
         let (info, decoded) = run(py, move || {
             let info = log.read(offset, max_bytes, isolation, min_one_message)?;
-            let decoded = decode::decode(&info.records, false, offset, false)?;
+            let decoded = decode::decode(&info.records, false, offset, false).map_err(|e| match &info.source {
+                Some((file, position)) => e.in_file(file, *position),
+                None => e,
+            })?;
             Ok((info, decoded))
         })?;
         let d = PyDict::new(py);

@@ -297,15 +297,25 @@ impl FileRecords {
 
     /// Finds the first batch whose last offset is at or above `target`, scanning headers from
     /// `start` (`searchForOffsetWithSize`). Returns (batch last offset, position, size).
+    /// A batch whose declared size runs past the end of the file is corruption here: the file
+    /// holds only complete batches up to its size (recovery cut any torn tail).
     pub fn search_for_offset_with_size(&self, target: i64, start: u64) -> Result<Option<BatchHeaderInfo>> {
         let mut found = None;
-        self.for_each_header(start, self.size(), |h| {
+        let size = self.size();
+        let end = self.for_each_header(start, size, |h| {
             if h.last_offset >= target {
                 found = Some(*h);
                 return Ok(false);
             }
             Ok(true)
         })?;
+        if found.is_none() && end.torn_tail {
+            return Err(Error::corrupt(
+                end.position,
+                format!("the record batch here runs past the end of the segment (size {size}); the file is damaged"),
+            )
+            .in_file(&self.path(), 0));
+        }
         Ok(found)
     }
 

@@ -233,6 +233,20 @@ impl LogSegment {
     /// an index lookup, then a forward scan of batch headers.
     pub fn translate_offset(&self, offset: i64, start_position: u64) -> Result<Option<BatchHeaderInfo>> {
         let mapping = self.offset_index.get()?.lookup(offset);
+        if u64::from(mapping.position) > self.log.size() {
+            // An entry past the end of the data: the index is damaged (it would skip records).
+            let index = self.offset_index.get()?;
+            return Err(Error::CorruptIndex {
+                file: index.path().to_path_buf(),
+                reason: format!(
+                    "the entry for offset {} points at position {}, past the end of {} (size {})",
+                    mapping.offset,
+                    mapping.position,
+                    self.path().display(),
+                    self.log.size()
+                ),
+            });
+        }
         self.log.search_for_offset_with_size(offset, start_position.max(u64::from(mapping.position)))
     }
 
@@ -349,6 +363,7 @@ impl LogSegment {
         self.offset_index.get_mut()?.reset()?;
         self.time_index.get_mut()?.reset()?;
         let mut valid: u64 = 0;
+        let mut last_offset = i64::MIN;
         let mut last_index_entry: u64 = 0;
         let mut max = TimestampOffset { timestamp: -1, offset: -1 };
         let mut count: u64 = 0;
@@ -361,6 +376,13 @@ impl LogSegment {
             if batch.ensure_valid().is_err() {
                 return Ok(false);
             }
+            // Offsets only grow within a segment, from its base offset; a batch that goes back (a
+            // damaged base offset, which the CRC does not cover) ends the valid prefix. Kafka does
+            // not check this and may serve such a batch under the wrong offsets.
+            if batch.base_offset().is_ok_and(|b| b <= last_offset || b < self.base_offset) {
+                return Ok(false);
+            }
+            last_offset = batch.last_offset();
             // Kafka's ensureOffsetInRange: the caller splits the segment (LogLoader).
             if !self.can_convert_to_relative_offset(batch.last_offset()) {
                 return Err(Error::OffsetOverflow { base_offset: self.base_offset, offset: batch.last_offset() });

@@ -231,12 +231,6 @@ def test_sigkill_at_random_moments(tmp_path: Path) -> None:
         assert any(s > 0 for s in status["start"].values()), status
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: LogManager start-up keeps `<checkpoint>.tmp` files a crash left between write and "
-    "rename (Kafka's LogLoader also ignores them); the crash-recovery issue asks for no temp "
-    "files after a reopen",
-)
 def test_checkpoint_tmp_files_left_by_a_crash_are_removed_at_load(tmp_path: Path) -> None:
     log_dir = tmp_path / "logs"
     with LogManager([log_dir], CONFIG, scheduler=False) as manager:

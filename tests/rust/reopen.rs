@@ -311,9 +311,11 @@ fn log_start_checkpoint_beyond_the_log_end_wipes_the_log() {
 }
 
 #[test]
-fn recovery_of_a_segment_with_offsets_going_backwards_empties_it() {
-    // LogLoader.recoverLog: an InvalidOffsetException while recovering a segment (its valid
-    // batches' offsets go backwards) truncates that segment to empty, and the later segments go.
+fn recovery_of_a_segment_with_offsets_going_backwards_keeps_the_prefix() {
+    // Kafka's LogLoader empties such a segment when its index append throws
+    // InvalidOffsetException (and only if an index entry falls there). kafkalog ends the valid
+    // prefix at the first batch whose base offset goes back (the base offset is outside the
+    // CRC), keeps the batches before it, and, as after any truncation, drops the later segments.
     let fx = Fixture::new();
     let cfg = config(&[("index.interval.bytes", "1")]);
     {
@@ -332,10 +334,11 @@ fn recovery_of_a_segment_with_offsets_going_backwards_empties_it() {
     std::fs::OpenOptions::new().write(true).open(&first).unwrap().write_all_at(&1i64.to_be_bytes(), third_at).unwrap();
     let options = LogOpenOptions { recovery_point: Some(0), ..fx.options() };
     let log = UnifiedLog::open(&fx.dir, cfg.clone(), options).unwrap();
-    assert_eq!(log.log_end_offset(), 0);
+    assert_eq!(log.log_end_offset(), 2);
     assert_eq!(log.segments().iter().map(|s| s.base_offset()).collect::<Vec<_>>(), vec![0]);
-    assert_eq!(log.load_result().bytes_truncated, b.iter().map(|b| b.size as u64).sum::<u64>());
-    assert_eq!(append_values(&log, T0, &["again"]), 0);
+    assert_eq!(log.load_result().bytes_truncated, b[2..].iter().map(|b| b.size as u64).sum::<u64>());
+    assert_eq!(read_all(&log, 0), expected(0..2));
+    assert_eq!(append_values(&log, T0, &["again"]), 2);
 }
 
 #[test]
