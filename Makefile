@@ -54,16 +54,20 @@ fmt:
 
 bench: $(NATIVE_STAMP)
 	cargo bench --bench log_bench
+	cargo bench --bench recovery_bench
 	$(PY) benches/bench_python.py
+	$(PY) benches/bench_recovery.py
 
 bench-python: $(NATIVE_STAMP)
 	$(PY) benches/bench_python.py
 
-# kafkalog beside Apache Kafka's own storage classes (UnifiedLog, LogSegment, FileRecords) on the
-# same workload files, one machine, one run (needs Java 17+ and Maven like test-interop; the jars
-# come from Maven Central into tests/interop/.cache on first run). Not part of `make test`.
+# kafkalog beside Apache Kafka's own storage classes (UnifiedLog, LogSegment, FileRecords; and
+# LogManager start-up and crash recovery in bench_recovery.py) on the same files, one machine,
+# one run (needs Java 17+ and Maven like test-interop; the jars come from Maven Central into
+# tests/interop/.cache on first run). Not part of `make test`.
 bench-kafka: $(NATIVE_STAMP)
 	$(PY) benches/bench_kafka.py
+	$(PY) benches/bench_recovery.py --kafka
 
 fuzz:
 	PROPTEST_CASES=200000 cargo test --release --quiet fuzz_
