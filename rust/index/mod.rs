@@ -312,6 +312,18 @@ impl AbstractIndex {
         self.entries = entries;
     }
 
+    /// Empties the index and leaves a zero-filled file of `max_index_size` (rounded down to
+    /// whole entries) without writing the zeros: the file is cut to nothing and extended again,
+    /// so a preallocated index left by a crash costs no page faults to reset.
+    pub(crate) fn reset_to_empty(&mut self) -> Result<()> {
+        self.check_writable()?;
+        self.entries = 0;
+        let rounded = self.max_index_size() / self.entry_size * self.entry_size;
+        let result = self.storage.resize(&self.path, 0).and_then(|()| self.storage.resize(&self.path, rounded));
+        self.after_storage_change();
+        result
+    }
+
     /// Kafka's `resize`: the file's new length is `new_size` rounded down to whole entries.
     /// Returns false if the length is already that. Refuses to drop live entries.
     pub(crate) fn resize(&mut self, new_size: usize) -> Result<bool> {

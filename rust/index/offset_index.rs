@@ -189,10 +189,9 @@ impl OffsetIndex {
     /// # Errors
     /// `IllegalState` on a read-only index; `Io` if the file cannot be resized.
     pub fn reset(&mut self) -> Result<()> {
-        self.inner.check_writable()?;
-        self.truncate_to_entries(0);
-        let max_index_size = self.inner.max_index_size();
-        self.resize(max_index_size).map(|_| ())
+        let result = self.inner.reset_to_empty();
+        self.last_offset = self.inner.base_offset();
+        result
     }
 
     fn truncate_to_entries(&mut self, entries: usize) {
