@@ -286,7 +286,9 @@ fn load_dir(
                 progress.update(|t| t.dirs[index].logs_remaining -= 1);
             };
             // A scoped thread with Kafka's name; the name is only for operators.
-            std::thread::Builder::new().name(name).spawn_scoped(scope, work).expect("spawning a log recovery thread");
+            if let Err(e) = std::thread::Builder::new().name(name).spawn_scoped(scope, work) {
+                out.lock().2.get_or_insert(Error::io(dir, "start a log recovery thread", e));
+            }
         }
     });
     let (items, mut summary, fatal) = out.into_inner();

@@ -6,3 +6,4 @@ pub mod loading;
 pub mod log_dir;
 pub mod log_manager;
 pub mod scheduler;
+mod startup;
