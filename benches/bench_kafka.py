@@ -52,23 +52,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "interop"))
 
+from kafka_harness import BENCH_JVM_OPTS as JVM_OPTS  # noqa: E402
 from kafka_harness import compile_helpers, fetch_jars, kafka_version  # noqa: E402
 
 WORKLOADS = [(100, "none"), (1024, "none"), (100, "lz4"), (1024, "lz4")]
 OPS = ["append_leader", "append_follower", "append_segment", "scan"]
-# What kafka-server-start.sh gives a broker (KAFKA_HEAP_OPTS, KAFKA_JVM_PERFORMANCE_OPTS); log4j
-# kept to warnings (its default appender writes to stdout, whose other lines are ignored).
-JVM_OPTS = [
-    "-Xms1g",
-    "-Xmx1g",
-    "-server",
-    "-XX:+UseG1GC",
-    "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35",
-    "-XX:+ExplicitGCInvokesConcurrent",
-    "-Djava.awt.headless=true",
-    "-Dlog4j2.level=WARN",
-]
 LINE = re.compile(r"^(kafkalog|kafka) (\S+) (\S+) (.*)$")
 
 

@@ -72,18 +72,6 @@ MARKER = ".kafka_cleanshutdown"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
 INDEX_BYTES = 10 * 1024 * 1024  # segment.index.bytes default: how big an active segment's indexes are
 BATCH_BYTES = 16 * 1024
-# What kafka-server-start.sh gives a broker (as benches/bench_kafka.py).
-JVM_OPTS = [
-    "-Xms1g",
-    "-Xmx1g",
-    "-server",
-    "-XX:+UseG1GC",
-    "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35",
-    "-XX:+ExplicitGCInvokesConcurrent",
-    "-Djava.awt.headless=true",
-    "-Dlog4j2.level=WARN",
-]
 
 
 def one_batch() -> tuple[bytes, int]:
@@ -310,8 +298,10 @@ def kafka_run(
     classpath: str, fixture: Fixture, ndirs: int, threads: int, mode: str, label: str, warmup: int, reps: int
 ) -> tuple[float, float]:
     """Runs KafkaLoadBench on `fixture` (Kafka's own copy); returns (median, best) seconds."""
+    from kafka_harness import BENCH_JVM_OPTS  # type: ignore[import-not-found]
+
     cmd = [
-        "java", *JVM_OPTS, "-cp", classpath, "KafkaLoadBench",
+        "java", *BENCH_JVM_OPTS, "-cp", classpath, "KafkaLoadBench",
         "--dirs", ",".join(str(d) for d in fixture.dirs[:ndirs]), "--mode", mode, "--threads", str(threads),
         "--label", label, "--warmup-reps", str(warmup), "--reps", str(reps),
         "--expect-logs", str(fixture.logs(ndirs)), "--expect-segments", str(fixture.logs(ndirs) * fixture.segments),

@@ -130,9 +130,7 @@ impl<T: IndexFile> LazyIndex<T> {
             State::Loaded(index) => index.rename(to),
             State::Unloaded { path } => {
                 if path.exists() {
-                    crate::util::fault::check(path, crate::util::fault::FaultOp::Rename)
-                        .and_then(|()| std::fs::rename(&*path, to))
-                        .map_err(|e| crate::error::Error::io(&*path, "rename", e))?;
+                    crate::util::file::rename(path, to)?;
                 }
                 *path = to.to_path_buf();
                 Ok(())

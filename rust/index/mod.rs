@@ -369,9 +369,7 @@ impl AbstractIndex {
 
     /// Renames the file; the index keeps working under the new name.
     pub(crate) fn rename_to(&mut self, new_path: PathBuf) -> Result<()> {
-        check(&self.path, FaultOp::Rename)
-            .and_then(|()| std::fs::rename(&self.path, &new_path))
-            .map_err(|e| Error::io(&self.path, "rename index", e))?;
+        crate::util::file::rename(&self.path, &new_path)?;
         self.path = new_path;
         Ok(())
     }

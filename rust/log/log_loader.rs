@@ -95,11 +95,16 @@ const KRAFT_SNAPSHOT_DELETED_SUFFIX: &str = ".checkpoint.deleted";
 pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(LocalLog, LoadResult)> {
     let local = LocalLog::new(dir, clock, params.read_only);
     let mut result = LoadResult::default();
+    // The directory is listed once; again only if finishing an interrupted replace changed it.
+    let mut files = Vec::new();
     let bases = if params.read_only {
         read_only_bases(dir)?
     } else {
-        complete_or_roll_back_replace(dir, &mut result)?;
-        remove_orphans(dir, &mut result)?
+        files = list_files(dir)?;
+        if complete_or_roll_back_replace(dir, &files, &mut result)? {
+            files = list_files(dir)?;
+        }
+        remove_orphans(&files, &mut result)?
     };
     let mut needs_recovery = Vec::new();
     for (base, suffix) in &bases {
@@ -120,28 +125,33 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
         recover_unflushed(dir, recovery_point, &needs_recovery, params, &local, &mut result)?;
     }
     finish(dir, params, &local, &mut result)?;
+    if !params.read_only {
+        remove_stray_snapshots(&files, result.log_end_offset)?;
+    }
     Ok((local, result))
 }
 
-/// Steps 1 and 2: `.deleted` files go; an interrupted clean or split (a `.cleaned` file exists)
-/// is rolled back; an interrupted replace (only `.swap` files) is completed.
-fn complete_or_roll_back_replace(dir: &Path, result: &mut LoadResult) -> Result<()> {
+/// Steps 1 and 2 over the listing `files`: `.deleted` files go; an interrupted clean or split (a
+/// `.cleaned` file exists) is rolled back; an interrupted replace (only `.swap` files) is
+/// completed. Returns whether anything in the directory changed.
+fn complete_or_roll_back_replace(dir: &Path, files: &[(String, PathBuf)], result: &mut LoadResult) -> Result<bool> {
+    let mut changed = false;
     let mut cleaned = Vec::new();
     let mut swaps = Vec::new();
-    for (name, path) in list_files(dir)? {
-        // KRaft snapshots marked for deletion are the metadata log's to recover (Kafka's
-        // `Snapshots.DELETE_SUFFIX`).
-        if name.ends_with(DELETED_FILE_SUFFIX) && !name.ends_with(KRAFT_SNAPSHOT_DELETED_SUFFIX) {
-            delete_if_exists(&path)?;
+    for (name, path) in files {
+        if is_deleted_file(name) {
+            delete_if_exists(path)?;
+            changed = true;
         } else if name.ends_with(super::file_names::TMP_FILE_SUFFIX) {
             // The temporary file of an atomic write a crash interrupted (`partition.metadata`,
             // `leader-epoch-checkpoint`); the real file is intact. Kafka leaves these behind.
             log::info!("deleting {}, left by an interrupted write", path.display());
-            delete_if_exists(&path)?;
+            delete_if_exists(path)?;
+            changed = true;
         } else if name.ends_with(CLEANED_FILE_SUFFIX) {
-            cleaned.push((offset_from_file_name(&name), path));
+            cleaned.push((offset_from_file_name(name), path.clone()));
         } else if name.ends_with(SWAP_FILE_SUFFIX) {
-            swaps.push((offset_from_file_name(&name), name, path));
+            swaps.push((offset_from_file_name(name), name.clone(), path.clone()));
         }
     }
     let min_cleaned = cleaned.iter().filter_map(|(o, _)| *o).min().unwrap_or(i64::MAX);
@@ -168,13 +178,17 @@ fn complete_or_roll_back_replace(dir: &Path, result: &mut LoadResult) -> Result<
         }
     }
     if min_swap < max_swap {
-        for (name, path) in list_files(dir)? {
-            if name.ends_with(SWAP_FILE_SUFFIX) {
-                continue;
-            }
-            if offset_from_file_name(&name).is_some_and(|o| o >= min_swap && o < max_swap) {
+        // Live files only: the temporary ones above are gone already.
+        let live = files.iter().filter(|(name, _)| {
+            ![SWAP_FILE_SUFFIX, CLEANED_FILE_SUFFIX, super::file_names::TMP_FILE_SUFFIX]
+                .iter()
+                .any(|s| name.ends_with(s))
+                && !is_deleted_file(name)
+        });
+        for (name, path) in live {
+            if offset_from_file_name(name).is_some_and(|o| o >= min_swap && o < max_swap) {
                 log::info!("deleting {}: superseded by a .swap segment", path.display());
-                delete_if_exists(&path)?;
+                delete_if_exists(path)?;
             }
         }
     }
@@ -187,7 +201,13 @@ fn complete_or_roll_back_replace(dir: &Path, result: &mut LoadResult) -> Result<
     if !swaps.is_empty() {
         crate::util::file::fsync_dir(dir)?;
     }
-    Ok(())
+    Ok(changed || !dropped.is_empty() || !cleaned.is_empty() || !swaps.is_empty())
+}
+
+/// A file awaiting deletion (KRaft snapshots marked for deletion are the metadata log's to
+/// recover: Kafka's `Snapshots.DELETE_SUFFIX`).
+fn is_deleted_file(name: &str) -> bool {
+    name.ends_with(DELETED_FILE_SUFFIX) && !name.ends_with(KRAFT_SNAPSHOT_DELETED_SUFFIX)
 }
 
 /// Offset after the last complete batch of a `.log` file, read without side effects.
@@ -203,15 +223,14 @@ fn next_offset_of_file(path: &Path, base: i64) -> Result<i64> {
 
 /// Step 3, first half: deletes index files and snapshots' siblings without a `.log` file and
 /// returns the segment bases in order.
-fn remove_orphans(dir: &Path, result: &mut LoadResult) -> Result<Vec<(i64, &'static str)>> {
-    let files = list_files(dir)?;
+fn remove_orphans(files: &[(String, PathBuf)], result: &mut LoadResult) -> Result<Vec<(i64, &'static str)>> {
     let mut bases: Vec<i64> = files
         .iter()
         .filter(|(name, _)| is_segment_file(name, LOG_FILE_SUFFIX))
         .filter_map(|(name, _)| offset_from_file_name(name))
         .collect();
     bases.sort_unstable();
-    for (name, path) in &files {
+    for (name, path) in files {
         let is_index = [INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX]
             .iter()
             .any(|suffix| is_segment_file(name, suffix));
@@ -448,7 +467,6 @@ fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut Lo
             active.end_read_only_view_at(result.log_end_position)?;
         } else {
             active.resize_indexes(params.config.segment_index_bytes as usize)?;
-            remove_stray_snapshots(dir, result.log_end_offset)?;
         }
     }
     result.recovery_point = if params.had_clean_shutdown {
@@ -463,13 +481,13 @@ fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut Lo
 
 /// Producer snapshots past the log end describe data that is gone (Kafka's
 /// `removeStraySnapshots` on load).
-fn remove_stray_snapshots(dir: &Path, log_end_offset: i64) -> Result<()> {
-    for (name, path) in list_files(dir)? {
-        if is_segment_file(&name, PRODUCER_SNAPSHOT_FILE_SUFFIX)
-            && offset_from_file_name(&name).is_some_and(|o| o > log_end_offset)
+fn remove_stray_snapshots(files: &[(String, PathBuf)], log_end_offset: i64) -> Result<()> {
+    for (name, path) in files {
+        if is_segment_file(name, PRODUCER_SNAPSHOT_FILE_SUFFIX)
+            && offset_from_file_name(name).is_some_and(|o| o > log_end_offset)
         {
             log::info!("deleting producer snapshot {} past the log end offset {log_end_offset}", path.display());
-            delete_if_exists(&path)?;
+            delete_if_exists(path)?;
         }
     }
     Ok(())

@@ -184,9 +184,7 @@ impl UnifiedLog {
                 return Err(Error::io(dir, "open log directory", std::io::ErrorKind::NotFound.into()));
             }
         } else {
-            crate::util::fault::check(dir, crate::util::fault::FaultOp::Open)
-                .and_then(|()| std::fs::create_dir_all(dir))
-                .map_err(|e| Error::io(dir, "create log directory", e))?;
+            crate::util::file::create_dir_all(dir)?;
         }
         let dir_lock = if options.read_only { None } else { Some(crate::util::file::DirLock::try_lock(dir)?) };
         let progress = options.progress.clone();

@@ -486,25 +486,8 @@ impl LogManager {
                     first_error.get_or_insert_with(|| format!("a log in {} failed to close", dir.display()));
                     continue;
                 }
-                let entries = |f: &dyn Fn(&UnifiedLog) -> Option<i64>| -> Vec<(TopicPartition, i64)> {
-                    logs.iter().filter_map(|(tp, l)| f(l).map(|o| (tp.clone(), o))).collect()
-                };
-                let written = log_dir::write_checkpoint(
-                    dir,
-                    RECOVERY_POINT_CHECKPOINT_FILE,
-                    &entries(&|l| Some(l.recovery_point())),
-                )
-                .and_then(|()| {
-                    log_dir::write_checkpoint(dir, LOG_START_OFFSET_CHECKPOINT_FILE, &entries(&log_start_entry))
-                })
-                .and_then(|()| {
-                    log_dir::write_checkpoint(
-                        dir,
-                        REPLICATION_OFFSET_CHECKPOINT_FILE,
-                        &entries(&|l| Some(l.high_watermark())),
-                    )
-                })
-                .and_then(|()| write_clean_shutdown(&dir.join(CLEAN_SHUTDOWN_FILE), broker_epoch));
+                let written = write_checkpoints(dir, logs, &ALL_CHECKPOINTS)
+                    .and_then(|()| write_clean_shutdown(&dir.join(CLEAN_SHUTDOWN_FILE), broker_epoch));
                 if let Err(e) = written {
                     log::error!("shutdown of {} incomplete: {e}", dir.display());
                     first_error.get_or_insert_with(|| e.to_string());
@@ -561,10 +544,27 @@ fn close_dir_logs(dir: &Path, logs: &[LogEntry], threads: usize) -> bool {
     ok.load(std::sync::atomic::Ordering::Acquire)
 }
 
+/// An offset checkpoint file the manager writes, and what it holds for a log (`None`: no line).
+type Checkpoint = (&'static str, fn(&UnifiedLog) -> Option<i64>);
+
+const RECOVERY_POINTS: Checkpoint = (RECOVERY_POINT_CHECKPOINT_FILE, |log| Some(log.recovery_point()));
+const LOG_STARTS: Checkpoint = (LOG_START_OFFSET_CHECKPOINT_FILE, log_start_entry);
+const HIGH_WATERMARKS: Checkpoint = (REPLICATION_OFFSET_CHECKPOINT_FILE, |log| Some(log.high_watermark()));
+const ALL_CHECKPOINTS: [Checkpoint; 3] = [RECOVERY_POINTS, LOG_STARTS, HIGH_WATERMARKS];
+
 /// Kafka checkpoints a log start offset only when it lies past the first segment's base.
 fn log_start_entry(log: &UnifiedLog) -> Option<i64> {
     let first_base = log.segments().first().map_or(0, |s| s.base_offset());
     (log.log_start_offset() > first_base).then_some(log.log_start_offset())
+}
+
+/// Writes each of `which` for the logs of `dir`, stopping at the first failure.
+fn write_checkpoints(dir: &Path, logs: &[LogEntry], which: &[Checkpoint]) -> Result<()> {
+    for (name, value) in which {
+        let entries: Vec<_> = logs.iter().filter_map(|(tp, l)| value(l).map(|o| (tp.clone(), o))).collect();
+        log_dir::write_checkpoint(dir, name, &entries)?;
+    }
+    Ok(())
 }
 
 fn insert_unique(map: &mut BTreeMap<TopicPartition, Arc<UnifiedLog>>, log: Arc<UnifiedLog>, kind: &str) -> Result<()> {
@@ -693,12 +693,9 @@ impl Inner {
                 RECOVERY_POINT_TASK | LOG_START_TASK => {
                     let dirs: Vec<PathBuf> =
                         self.state.read().dirs.iter().filter(|d| d.online).map(|d| d.path.clone()).collect();
+                    let which = if task == RECOVERY_POINT_TASK { RECOVERY_POINTS } else { LOG_STARTS };
                     for dir in dirs {
-                        if task == RECOVERY_POINT_TASK {
-                            self.checkpoint_file(&dir, RECOVERY_POINT_CHECKPOINT_FILE, &|l| Some(l.recovery_point()));
-                        } else {
-                            self.checkpoint_file(&dir, LOG_START_OFFSET_CHECKPOINT_FILE, &log_start_entry);
-                        }
+                        self.checkpoint_files(&dir, &[which]);
                     }
                 }
                 DELETE_LOGS_TASK => self.delete_logs(now),
@@ -768,11 +765,9 @@ impl Inner {
         }
     }
 
-    /// Writes both checkpoints of `dir`.
+    /// Writes every checkpoint of `dir`.
     fn checkpoint_dir(&self, dir: &Path) {
-        self.checkpoint_file(dir, RECOVERY_POINT_CHECKPOINT_FILE, &|l| Some(l.recovery_point()));
-        self.checkpoint_file(dir, LOG_START_OFFSET_CHECKPOINT_FILE, &log_start_entry);
-        self.checkpoint_file(dir, REPLICATION_OFFSET_CHECKPOINT_FILE, &|l| Some(l.high_watermark()));
+        self.checkpoint_files(dir, &ALL_CHECKPOINTS);
     }
 
     /// Drops `tp` from the dir's `cleaner-offset-checkpoint`, if the file lists it (Kafka's
@@ -787,18 +782,19 @@ impl Inner {
         }
     }
 
-    fn checkpoint_file(&self, dir: &Path, name: &str, value: &dyn Fn(&UnifiedLog) -> Option<i64>) {
+    /// Writes `which` for an online `dir`; a failure takes the dir offline.
+    fn checkpoint_files(&self, dir: &Path, which: &[Checkpoint]) {
         if self.failure_channel.has_offline_log_dir(dir) {
             return;
         }
-        let entries: Vec<(TopicPartition, i64)> = {
+        let logs = {
             let state = self.state.read();
             if !state.dirs.iter().any(|d| d.path == dir && d.online) {
                 return;
             }
-            state.logs_in(dir).into_iter().filter_map(|(tp, l)| value(&l).map(|o| (tp, o))).collect()
+            state.logs_in(dir)
         };
-        if let Err(e) = log_dir::write_checkpoint(dir, name, &entries) {
+        if let Err(e) = write_checkpoints(dir, &logs, which) {
             self.failure_channel.maybe_add_offline_log_dir(dir, &e.to_string());
         }
     }

@@ -37,7 +37,7 @@ pub(super) fn create_and_validate_log_dirs(config: &LogManagerConfig, channel: &
                 }
             } else {
                 log::info!("log directory {} not found, creating it", path.display());
-                std::fs::create_dir_all(path)
+                crate::util::file::create_dir_all(path)
                     .err()
                     .map(|e| format!("failed to create data directory {}: {e}", path.display()))
             };

@@ -211,9 +211,7 @@ impl FileRecords {
     /// Renames the file (keeping the open handle), e.g. to add `.deleted` (`renameTo`).
     pub fn rename_to(&self, new_path: &Path) -> Result<()> {
         let mut path = self.path.write();
-        check(&path, FaultOp::Rename)
-            .and_then(|()| std::fs::rename(&*path, new_path))
-            .map_err(|e| Error::io(&*path, "rename", e))?;
+        crate::util::file::rename(&path, new_path)?;
         *path = new_path.to_path_buf();
         Ok(())
     }

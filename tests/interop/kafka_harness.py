@@ -30,6 +30,20 @@ JAVA_SOURCES = HERE / "java"
 # short-lived tool runs (DumpLogSegments), not the broker.
 TOOL_JVM_OPTS = ["-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 BROKER_JVM_OPTS = ["-Xms256m", "-Xmx1g", "-Djava.awt.headless=true"]
+# For timing Kafka's classes (benches/bench_kafka.py, bench_recovery.py): what
+# kafka-server-start.sh gives a broker (KAFKA_HEAP_OPTS, KAFKA_JVM_PERFORMANCE_OPTS), log4j kept
+# to warnings.
+BENCH_JVM_OPTS = [
+    "-Xms1g",
+    "-Xmx1g",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+    "-Dlog4j2.level=WARN",
+]
 
 
 class HarnessError(RuntimeError):
@@ -349,7 +363,11 @@ def create_topic(broker: KafkaBroker, topic: str, config: dict[str, str]) -> Non
         admin.close()
 
 
-def produce(broker: KafkaBroker, topic: str, records: list[dict], codec: str, **producer_config) -> None:
+def produce(
+    broker: KafkaBroker, topic: str, records: list[dict], codec: str, partition: int = 0, **producer_config
+) -> None:
+    """acks=all to `partition`; returns once every record is acknowledged. Each record is the
+    keyword arguments of `KafkaProducer.send`."""
     config = {
         "bootstrap_servers": broker.bootstrap,
         "acks": "all",
@@ -366,7 +384,7 @@ def produce(broker: KafkaBroker, topic: str, records: list[dict], codec: str, **
     try:
         futures = []
         for i, r in enumerate(records):
-            futures.append(producer.send(topic, partition=0, **r))
+            futures.append(producer.send(topic, partition=partition, **r))
             if i % 150 == 149:
                 producer.flush()  # a batch boundary regardless of size
         producer.flush()
@@ -376,9 +394,10 @@ def produce(broker: KafkaBroker, topic: str, records: list[dict], codec: str, **
         producer.close()
 
 
-def consume_all(broker: KafkaBroker, topic: str, **consumer_config) -> list[tuple]:
-    """Every record of partition 0, as (offset, timestamp, timestamp_type, key, value, headers)."""
-    tp = _kafka().TopicPartition(topic, 0)
+def consume_all(broker: KafkaBroker, topic: str, partition: int = 0, **consumer_config) -> list[tuple]:
+    """Every record of `partition` up to its end offset, as (offset, timestamp, timestamp_type,
+    key, value, headers)."""
+    tp = _kafka().TopicPartition(topic, partition)
     consumer = _kafka().KafkaConsumer(
         bootstrap_servers=broker.bootstrap,
         group_id=None,

@@ -37,6 +37,7 @@ from pathlib import Path
 import pytest
 
 import kafkalog
+import kafka_harness
 from kafka_harness import TOOL_JVM_OPTS, HarnessError, KafkaBroker, KafkaJars, LOG4J2_CONFIG, _kafka
 from kafkalog import Record, checkpoints
 from kafkalog.exceptions import LogDirLockedError
@@ -155,64 +156,24 @@ def create_topic(broker: KafkaBroker, topic: str, partitions: int, config: dict[
 
 
 def produce(broker: KafkaBroker, topic: str, partition: int, records: list[Record], codec: str) -> None:
-    """acks=all; returns once every record is acknowledged. kafka-python's producer takes no
-    null header values, so those headers are left out (the caller builds its expectation from
-    what the consumer returns)."""
-    producer = _kafka().KafkaProducer(
-        bootstrap_servers=broker.bootstrap,
-        acks="all",
-        compression_type=None if codec == "none" else codec,
-        linger_ms=5,
-        max_in_flight_requests_per_connection=1,
-        enable_idempotence=False,
-        retries=5,
-        request_timeout_ms=30000,
-    )
-    try:
-        futures = []
-        for i, r in enumerate(records):
-            headers = [(k, v) for k, v in r.headers if v is not None]
-            futures.append(
-                producer.send(topic, partition=partition, key=r.key, value=r.value, headers=headers, timestamp_ms=r.timestamp)
-            )
-            if i % 100 == 99:
-                producer.flush()
-        producer.flush()
-        for f in futures:
-            f.get(timeout=30)
-    finally:
-        producer.close()
+    """The harness's acks=all producer. kafka-python's producer takes no null header values, so
+    those headers are left out (the caller builds its expectation from what the consumer
+    returns)."""
+    sends = [
+        {
+            "key": r.key,
+            "value": r.value,
+            "headers": [(k, v) for k, v in r.headers if v is not None],
+            "timestamp_ms": r.timestamp,
+        }
+        for r in records
+    ]
+    kafka_harness.produce(broker, topic, sends, codec, partition=partition)
 
 
 def consume(broker: KafkaBroker, topic: str, partition: int) -> list[tuple]:
-    """Every record of the partition up to its end offset, as (offset, timestamp,
-    timestamp_type, key, value, headers)."""
-    k = _kafka()
-    tp = k.TopicPartition(topic, partition)
-    consumer = k.KafkaConsumer(
-        bootstrap_servers=broker.bootstrap,
-        group_id=None,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        fetch_max_wait_ms=100,
-        request_timeout_ms=30000,
-    )
-    try:
-        consumer.assign([tp])
-        consumer.seek_to_beginning(tp)
-        end = consumer.end_offsets([tp])[tp]
-        rows: list[tuple] = []
-        deadline = time.monotonic() + 60
-        while consumer.position(tp) < end:
-            assert time.monotonic() < deadline, f"consumer stuck at {consumer.position(tp)} of {end}"
-            for recs in consumer.poll(timeout_ms=500).values():
-                rows.extend(
-                    (r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple((hk, hv) for hk, hv in r.headers))
-                    for r in recs
-                )
-        return rows
-    finally:
-        consumer.close()
+    """Every record of the partition up to its end offset (the harness's consumer)."""
+    return kafka_harness.consume_all(broker, topic, partition=partition)
 
 
 def delete_records(broker: KafkaBroker, topic: str, partition: int, offset: int) -> None:
