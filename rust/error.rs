@@ -59,6 +59,9 @@ pub enum Error {
     /// Every log dir of a `LogManager` has failed; the manager cannot serve anything (Kafka
     /// halts the broker here).
     AllLogDirsOffline { dirs: Vec<PathBuf>, reason: String },
+    /// A clean was stopped by a truncation, deletion or close of its log (Kafka's
+    /// `LogCleaningAbortedException`); nothing was changed.
+    LogCleaningAborted { partition: String },
     /// An operating-system I/O failure on `path` during `op`.
     Io { path: PathBuf, op: &'static str, source: io::Error },
 }
@@ -127,6 +130,9 @@ impl fmt::Display for Error {
             }
             Error::CorruptRecord { file: None, position, reason } => {
                 write!(f, "corrupt record batch at position {position}: {reason}")
+            }
+            Error::LogCleaningAborted { partition } => {
+                write!(f, "cleaning of {partition} was aborted (the log was truncated, deleted or closed)")
             }
             Error::CorruptIndex { file, reason } => {
                 write!(f, "corrupt index {}: {reason}", file.display())

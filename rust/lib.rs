@@ -38,6 +38,7 @@
 )]
 
 pub mod checkpoint;
+pub mod cleaner;
 pub mod config;
 pub mod error;
 pub mod index;

@@ -26,6 +26,7 @@ __all__ = [
     "KafkaLogIOError",
     "KafkaStorageError",
     "AllLogDirsOfflineError",
+    "LogCleaningAbortedError",
 ]
 
 
@@ -104,3 +105,8 @@ class KafkaStorageError(KafkaLogError):
 
 class AllLogDirsOfflineError(KafkaStorageError):
     """Every log dir of the LogManager has failed; it cannot serve anything any more."""
+
+
+class LogCleaningAbortedError(KafkaLogError):
+    """A clean stopped because its log was truncated, deleted or closed meanwhile (Kafka's
+    LogCleaningAbortedException). The log is unchanged; cleaning it again is safe."""

@@ -24,7 +24,9 @@ use crate::record::records::{AnyBatch, BatchIter};
 use crate::segment::log_segment::{LogSegment, RollParams, TimestampAndOffset};
 use crate::util::clock::{system_clock, SharedClock};
 
+mod cleaning;
 mod retention;
+pub use cleaning::CleaningGuard;
 pub use retention::{DeletedSegment, RetentionOptions, RetentionReason, RetentionResult};
 
 /// `ListOffsets` special timestamp: the log start offset.
@@ -170,6 +172,13 @@ pub struct UnifiedLog {
     /// Where I/O errors are reported, and the log dir (parent of the partition dir).
     failure_channel: Option<Arc<LogDirFailureChannel>>,
     log_dir: PathBuf,
+    /// Held by a clean for its whole run; truncation and close take it after asking the clean
+    /// to stop, so they never race a segment replace (see `unified_log/cleaning.rs`).
+    cleaning: Mutex<()>,
+    /// Callers waiting for a running clean to stop.
+    cleaning_abort: std::sync::atomic::AtomicU32,
+    /// The lowest offset the log was truncated to since the cleaner last asked.
+    truncated_to: Mutex<Option<i64>>,
 }
 
 impl UnifiedLog {
@@ -231,6 +240,9 @@ impl UnifiedLog {
             topic_id: Mutex::new(topic_id),
             load_result: load,
             dir_lock: Mutex::new(dir_lock),
+            cleaning: Mutex::new(()),
+            cleaning_abort: std::sync::atomic::AtomicU32::new(0),
+            truncated_to: Mutex::new(None),
             failure_channel: options.log_dir_failure_channel,
             log_dir,
         })
@@ -741,7 +753,12 @@ impl UnifiedLog {
     /// Removes everything at or above `target` (Kafka's `truncateTo`). Returns whether anything
     /// was removed.
     pub fn truncate_to(&self, target: i64) -> Result<bool> {
-        self.handle_io(self.truncate_to_inner(target))
+        let _clean = self.stop_cleaning();
+        let truncated = self.handle_io(self.truncate_to_inner(target))?;
+        if truncated {
+            self.note_truncation(target);
+        }
+        Ok(truncated)
     }
 
     fn truncate_to_inner(&self, target: i64) -> Result<bool> {
@@ -777,7 +794,10 @@ impl UnifiedLog {
     /// Deletes every segment and starts an empty log at `new_offset` (Kafka's
     /// `truncateFullyAndStartAt`).
     pub fn truncate_fully_and_start_at(&self, new_offset: i64) -> Result<()> {
-        self.handle_io(self.truncate_fully_inner(new_offset))
+        let _clean = self.stop_cleaning();
+        self.handle_io(self.truncate_fully_inner(new_offset))?;
+        self.note_truncation(new_offset);
+        Ok(())
     }
 
     fn truncate_fully_inner(&self, new_offset: i64) -> Result<()> {
@@ -873,6 +893,7 @@ impl UnifiedLog {
     /// Flushes, trims the active segment's indexes and closes the log. Later calls fail with
     /// `LogClosed`; closing twice is harmless.
     pub fn close(&self) -> Result<()> {
+        let _clean = self.stop_cleaning();
         self.handle_io(self.close_inner())
     }
 

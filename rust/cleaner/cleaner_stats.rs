@@ -1,0 +1,202 @@
+//! What one clean did (Kafka's `CleanerStats`) and the summary block the cleaner logs at INFO.
+//!
+//! Thread-safety: plain data, owned by the cleaning thread, then handed out as a copy.
+
+use std::time::Instant;
+
+/// Counters and times of one clean. Mirrors Kafka's `CleanerStats`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CleanerStats {
+    /// Bytes of segments recopied (pass 2).
+    pub bytes_read: u64,
+    /// Bytes written to the cleaned segments.
+    pub bytes_written: u64,
+    /// Bytes of the dirty section read to build the offset map (pass 1).
+    pub map_bytes_read: u64,
+    /// Records read while building the map.
+    pub map_messages_read: u64,
+    /// Records read while recopying.
+    pub messages_read: u64,
+    /// Records without a key found while recopying (dropped).
+    pub invalid_messages_read: u64,
+    /// Records written.
+    pub messages_written: u64,
+    /// Offset map utilisation at the end of the clean (0..1).
+    pub buffer_utilization: f64,
+    /// Seconds from start until the map was built.
+    pub elapsed_index_secs: f64,
+    /// Seconds from start to end.
+    pub elapsed_secs: f64,
+    /// Tombstones kept (whose delete horizon had not passed).
+    pub tombstones_retained: u64,
+    /// Tombstones removed because their delete horizon passed.
+    pub tombstones_removed: u64,
+    /// Batches copied byte for byte (nothing removed, no horizon to set).
+    pub batches_copied_verbatim: u64,
+    /// Cleaned segments written (one per group).
+    pub segments_written: u64,
+    /// Milliseconds spent sleeping in the shared throttle.
+    pub throttled_ms: u64,
+    started: Instant,
+}
+
+impl Default for CleanerStats {
+    fn default() -> Self {
+        CleanerStats {
+            bytes_read: 0,
+            bytes_written: 0,
+            map_bytes_read: 0,
+            map_messages_read: 0,
+            messages_read: 0,
+            invalid_messages_read: 0,
+            messages_written: 0,
+            buffer_utilization: 0.0,
+            elapsed_index_secs: 0.0,
+            elapsed_secs: 0.0,
+            tombstones_retained: 0,
+            tombstones_removed: 0,
+            batches_copied_verbatim: 0,
+            segments_written: 0,
+            throttled_ms: 0,
+            started: Instant::now(),
+        }
+    }
+}
+
+fn mb(bytes: f64) -> f64 {
+    bytes / (1024.0 * 1024.0)
+}
+
+/// Kafka's `%,.1f`: one decimal, thousands separated by commas.
+fn grouped(v: f64) -> String {
+    if !v.is_finite() {
+        return if v.is_nan() { "NaN".into() } else if v > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+    }
+    let s = format!("{:.1}", v.abs());
+    let (int, frac) = s.split_once('.').expect("one decimal");
+    let mut out = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    format!("{}{out}.{frac}", if v < 0.0 { "-" } else { "" })
+}
+
+fn grouped_int(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+impl CleanerStats {
+    /// Stats whose clock starts now.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Marks the end of pass 1.
+    pub fn index_done(&mut self) {
+        self.elapsed_index_secs = self.started.elapsed().as_secs_f64();
+    }
+    /// Marks the end of the clean.
+    pub fn all_done(&mut self) {
+        self.elapsed_secs = self.started.elapsed().as_secs_f64();
+    }
+
+    /// Adds another pass's counters (for a clean that needed several passes).
+    pub fn merge(&mut self, o: &CleanerStats) {
+        self.bytes_read += o.bytes_read;
+        self.bytes_written += o.bytes_written;
+        self.map_bytes_read += o.map_bytes_read;
+        self.map_messages_read += o.map_messages_read;
+        self.messages_read += o.messages_read;
+        self.invalid_messages_read += o.invalid_messages_read;
+        self.messages_written += o.messages_written;
+        self.buffer_utilization = self.buffer_utilization.max(o.buffer_utilization);
+        self.elapsed_index_secs += o.elapsed_index_secs;
+        self.elapsed_secs += o.elapsed_secs;
+        self.tombstones_retained += o.tombstones_retained;
+        self.tombstones_removed += o.tombstones_removed;
+        self.batches_copied_verbatim += o.batches_copied_verbatim;
+        self.segments_written += o.segments_written;
+        self.throttled_ms += o.throttled_ms;
+    }
+
+    /// Kafka's INFO block for one clean (`LogCleaner.CleanerThread.recordStats`), word for word.
+    pub fn summary(&self, thread_id: usize, log_name: &str, from: i64, to: i64) -> String {
+        let secs = self.elapsed_secs;
+        let index_secs = self.elapsed_index_secs;
+        let clean_secs = secs - index_secs;
+        let read = self.bytes_read as f64;
+        let written = self.bytes_written as f64;
+        format!(
+            "\n\tLog cleaner thread {thread_id} cleaned log {log_name} (dirty section = [{from}, {to}])\n\
+             \t{} MB of log processed in {} seconds ({} MB/sec).\n\
+             \tIndexed {} MB in {:.1} seconds ({} Mb/sec, {:.1}% of total time)\n\
+             \tBuffer utilization: {:.1}%\n\
+             \tCleaned {} MB in {:.1} seconds ({} Mb/sec, {:.1}% of total time)\n\
+             \tStart size: {} MB ({} messages)\n\
+             \tEnd size: {} MB ({} messages)\n\
+             \t{:.1}% size reduction ({:.1}% fewer messages)\n",
+            grouped(mb(read)),
+            grouped(secs),
+            grouped(mb(read / secs)),
+            grouped(mb(self.map_bytes_read as f64)),
+            index_secs,
+            grouped(mb(self.map_bytes_read as f64) / index_secs),
+            100.0 * index_secs / secs,
+            100.0 * self.buffer_utilization,
+            grouped(mb(read)),
+            clean_secs,
+            grouped(mb(read) / clean_secs),
+            100.0 * clean_secs / secs,
+            grouped(mb(read)),
+            grouped_int(self.messages_read),
+            grouped(mb(written)),
+            grouped_int(self.messages_written),
+            100.0 * (1.0 - written / read),
+            100.0 * (1.0 - self.messages_written as f64 / self.messages_read as f64),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_style_grouping() {
+        assert_eq!(grouped(1234567.25), "1,234,567.3");
+        assert_eq!(grouped(0.04), "0.0");
+        assert_eq!(grouped_int(1234), "1,234");
+        assert_eq!(grouped_int(12), "12");
+    }
+
+    #[test]
+    fn summary_has_kafkas_lines() {
+        let s = CleanerStats {
+            bytes_read: 2 * 1024 * 1024,
+            bytes_written: 1024 * 1024,
+            messages_read: 2000,
+            messages_written: 1000,
+            elapsed_secs: 2.0,
+            elapsed_index_secs: 1.0,
+            map_bytes_read: 1024 * 1024,
+            buffer_utilization: 0.5,
+            ..CleanerStats::default()
+        };
+        let text = s.summary(0, "t-0", 5, 10);
+        assert!(text.contains("Log cleaner thread 0 cleaned log t-0 (dirty section = [5, 10])"));
+        assert!(text.contains("2.0 MB of log processed in 2.0 seconds (1.0 MB/sec)."));
+        assert!(text.contains("Buffer utilization: 50.0%"));
+        assert!(text.contains("Start size: 2.0 MB (2,000 messages)"));
+        assert!(text.contains("50.0% size reduction (50.0% fewer messages)"));
+    }
+}

@@ -1,0 +1,2 @@
+//! The cleaner's retention rules (Kafka's `MemoryRecords.filterTo` with the `RecordFilter` built
+//! in `Cleaner.cleanInto`, and `CleanedTransactionMetadata`).

@@ -1,0 +1,22 @@
+//! Log compaction (`cleanup.policy=compact`), mirroring Kafka's `LogCleaner`,
+//! `LogCleanerManager`, `Cleaner` and `SkimpyOffsetMap`:
+//! - [`offset_map`]: the key-hash -> offset map built in pass 1;
+//! - [`cleaner`]: cleaning one log (pass 1 builds the map over the dirty section, pass 2
+//!   recopies every segment below the map's end into `.cleaned` segments and swaps them in);
+//! - [`filter`]: the per-batch and per-record retention rules (`MemoryRecords.filterTo` with the
+//!   cleaner's `RecordFilter`);
+//! - [`log_to_clean`]: a log's clean / cleanable / uncleanable byte accounting;
+//! - [`cleaner_stats`], [`throttler`]: the stats of one clean and the shared I/O throttle.
+
+pub mod cleaner;
+pub mod cleaner_stats;
+pub mod filter;
+pub mod log_to_clean;
+pub mod offset_map;
+pub mod throttler;
+
+pub use cleaner::{compact_log, CompactOptions, CompactResult, Cleaner, CleanerParams};
+pub use cleaner_stats::CleanerStats;
+pub use log_to_clean::LogToClean;
+pub use offset_map::SkimpyOffsetMap;
+pub use throttler::Throttler;
