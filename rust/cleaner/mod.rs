@@ -6,17 +6,27 @@
 //! - [`filter`]: the per-batch and per-record retention rules (`MemoryRecords.filterTo` with the
 //!   cleaner's `RecordFilter`);
 //! - [`log_to_clean`]: a log's clean / cleanable / uncleanable byte accounting;
-//! - [`cleaner_stats`], [`throttler`]: the stats of one clean and the shared I/O throttle.
+//! - [`cleaner_stats`], [`throttler`]: the stats of one clean and the shared I/O throttle;
+//! - [`log_cleaner_manager`]: per-partition cleaning states, the filthiest log, the
+//!   `cleaner-offset-checkpoint` files, uncleanable partitions (Kafka's `LogCleanerManager`);
+//! - [`log_cleaner`]: the cleaner threads, on-demand compaction, the gauges (`LogCleaner`);
+//! - [`cleaner_status`]: the per-partition compaction picture.
 
 pub mod cleaner;
 pub mod cleaner_stats;
+pub mod cleaner_status;
 pub mod filter;
+pub mod log_cleaner;
+pub mod log_cleaner_manager;
 pub mod log_to_clean;
 pub mod offset_map;
 pub mod throttler;
 
 pub use cleaner::{compact_log, CompactOptions, CompactResult, Cleaner, CleanerParams};
 pub use cleaner_stats::CleanerStats;
+pub use cleaner_status::{CleanerPartitionStatus, StatusFilter};
+pub use log_cleaner::{CleanOutcome, CleanStatus, CleanerMetrics, LogCleaner, LogCleanerContext};
+pub use log_cleaner_manager::{LogCleanerManager, LogCleaningState, PreCleanStats};
 pub use log_to_clean::LogToClean;
 pub use offset_map::SkimpyOffsetMap;
 pub use throttler::Throttler;

@@ -99,7 +99,10 @@ impl Default for CleanerConfig {
 impl CleanerConfig {
     /// Kafka's start-up check: at least one thread, and more than 1 MiB of dedupe buffer per
     /// thread.
-    fn validate(&self) -> Result<()> {
+    ///
+    /// # Errors
+    /// `InvalidConfig` naming `log.cleaner.threads` or `log.cleaner.dedupe.buffer.size`.
+    pub fn validate(&self) -> Result<()> {
         let (threads, size) = (self.num_threads, self.dedupe_buffer_size);
         if threads < 1 {
             let rule = "must be >= 1: Kafka 4.3.1 accepts 0, then fails to start dividing \
@@ -223,6 +226,9 @@ pub struct LogManagerConfig {
     pub cluster_id: Option<String>,
     /// The `log.cleaner.*` keys of the cleaner threads.
     pub cleaner: CleanerConfig,
+    /// `producer.id.expiration.ms`: int, default 86400000 (one day), `>= 1`
+    /// (`TransactionLogConfig`). The cleaner keeps the last batch of producers active within it.
+    pub producer_id_expiration_ms: i32,
     log_dirs: Option<Vec<PathBuf>>,
     log_dir: Option<Vec<PathBuf>>,
     cordoned: Cordoned,
@@ -242,6 +248,7 @@ impl Default for LogManagerConfig {
             node_id: 1,
             cluster_id: None,
             cleaner: CleanerConfig::default(),
+            producer_id_expiration_ms: 86_400_000,
             log_dirs: None,
             log_dir: None,
             cordoned: Cordoned::Dirs(Vec::new()),
@@ -577,7 +584,7 @@ macro_rules! own {
 
 /// Every key, sorted by name (`set` binary-searches this table).
 #[rustfmt::skip]
-static KEYS: [KeyDef; 52] = [
+static KEYS: [KeyDef; 53] = [
     own!("cluster.id", cluster_id, opt parse_cluster_id),
     topic!("compression.gzip.level", "compression.gzip.level"),
     topic!("compression.lz4.level", "compression.lz4.level"),
@@ -634,6 +641,7 @@ static KEYS: [KeyDef; 52] = [
     topic!("min.insync.replicas", "min.insync.replicas"),
     own!("node.id", node_id, int Range::AtLeast(0)),
     own!("num.recovery.threads.per.data.dir", recovery_threads_per_data_dir, int Range::AtLeast(1)),
+    own!("producer.id.expiration.ms", producer_id_expiration_ms, int Range::AtLeast(1)),
     topic!("unclean.leader.election.enable", "unclean.leader.election.enable"),
 ];
 
@@ -671,7 +679,8 @@ mod tests {
         ("log.retention.hours", "168"), ("log.roll.hours", "168"), ("log.roll.jitter.hours", "0"),
         ("log.segment.bytes", "1073741824"), ("log.segment.delete.delay.ms", "60000"),
         ("message.max.bytes", "1048588"), ("min.insync.replicas", "1"), ("node.id", "1"),
-        ("num.recovery.threads.per.data.dir", "2"), ("unclean.leader.election.enable", "false"),
+        ("num.recovery.threads.per.data.dir", "2"), ("producer.id.expiration.ms", "86400000"),
+        ("unclean.leader.election.enable", "false"),
     ];
 
     /// Keys whose Kafka default is null (or, for `log.dir`, `/tmp/kafka-logs`, which kafkalog
@@ -741,6 +750,7 @@ mod tests {
         ("log.initial.task.delay.ms", "0", "-1", "must be >= 0"),
         ("log.dir.failure.timeout.ms", "1", "0", "must be >= 1"),
         ("node.id", "0", "-1", "must be >= 0"),
+        ("producer.id.expiration.ms", "1", "0", "must be >= 1"),
         ("log.cleaner.threads", "0", "-1", "must be >= 0"),
         ("log.cleaner.io.buffer.size", "0", "-1", "must be >= 0"),
         ("log.cleaner.backoff.ms", "0", "-1", "must be >= 0"),

@@ -3,7 +3,7 @@
 //! places new partitions, deletes partitions (rename to `-delete`, unlink later), keeps the
 //! recovery-point and log-start checkpoints, runs retention, flush and deletion on a schedule
 //! (and on demand), takes a failed log dir offline while the others keep serving, and writes the
-//! clean-shutdown marker at close.
+//! clean-shutdown marker at close. The log cleaner's wiring lives in `cleaning.rs`.
 //!
 //! Thread-safety: `LogManager` is `Send + Sync`. The partition maps sit behind one `RwLock`
 //! held only briefly; creation, deletion and close serialise on a separate mutex (Kafka's
@@ -26,6 +26,7 @@ use super::scheduler::{SchedulerThread, Tasks};
 use super::startup::{check_meta_properties, create_and_validate_log_dirs, lock_log_dirs};
 use crate::checkpoint::log_dir_files::{write_clean_shutdown, CLEAN_SHUTDOWN_FILE};
 use crate::checkpoint::partition_metadata::TopicId;
+use crate::cleaner::log_cleaner::LogCleaner;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::log::file_names::{log_delete_dir_name, validate_topic_name, TopicPartition};
@@ -42,13 +43,16 @@ const RECOVERY_POINT_TASK: &str = "kafka-recovery-point-checkpoint";
 const LOG_START_TASK: &str = "kafka-log-start-offset-checkpoint";
 const DELETE_LOGS_TASK: &str = "kafka-delete-logs";
 
+#[path = "cleaning.rs"]
+pub mod cleaning;
+
 /// How to open a `LogManager`.
 #[derive(Clone)]
 pub struct LogManagerOptions {
     /// The clock for every log and task.
     pub clock: SharedClock,
-    /// Start the `kafka-scheduler-0` thread. Tests with a manual clock leave it off and call
-    /// [`LogManager::tick`].
+    /// Start the `kafka-scheduler-0` thread and the log cleaner threads. Tests with a manual
+    /// clock leave it off and call [`LogManager::tick`] and [`LogManager::run_cleaner_once`].
     pub start_scheduler: bool,
     /// Told how recovery is going while the logs load.
     pub progress: Option<ProgressCallback>,
@@ -99,6 +103,8 @@ struct Inner {
     creation_lock: Mutex<()>,
     tasks: Mutex<Tasks>,
     load_summary: Vec<DirLoadSummary>,
+    /// The log cleaner, when `log.cleaner.enable` is true.
+    cleaner: Option<Arc<LogCleaner>>,
 }
 
 #[derive(Default)]
@@ -182,19 +188,27 @@ impl LogManager {
         tasks.schedule(RECOVERY_POINT_TASK, now, delay, i64::from(config.flush_recovery_offset_checkpoint_ms));
         tasks.schedule(LOG_START_TASK, now, delay, i64::from(config.flush_start_offset_checkpoint_ms));
         tasks.schedule(DELETE_LOGS_TASK, now, delay, 1000);
-        let inner = Arc::new(Inner {
-            config,
-            clock,
-            failure_channel,
-            state: RwLock::new(state),
-            creation_lock: Mutex::new(()),
-            tasks: Mutex::new(tasks),
-            load_summary,
+        let inner = Arc::new_cyclic(|weak| {
+            let cleaner =
+                cleaning::new_log_cleaner(&config, &live, weak.clone(), failure_channel.clone(), clock.clone());
+            Inner {
+                config,
+                clock,
+                failure_channel,
+                state: RwLock::new(state),
+                creation_lock: Mutex::new(()),
+                tasks: Mutex::new(tasks),
+                load_summary,
+                cleaner,
+            }
         });
         inner.process_failures();
         let manager = LogManager { inner, scheduler: Mutex::new(None) };
         if options.start_scheduler {
             manager.start_scheduler()?;
+            if let Some(cleaner) = &manager.inner.cleaner {
+                cleaner.startup()?;
+            }
         }
         Ok(manager)
     }
@@ -363,20 +377,21 @@ impl LogManager {
 
     #[allow(clippy::needless_pass_by_value)]
     fn update_topic_config_locked(&self, topic: &str, config: LogConfig) -> Result<()> {
-        let logs: Vec<_> = {
+        let (logs, current): (Vec<_>, Vec<_>) = {
             let mut state = self.inner.state.write();
             state.topic_configs.insert(topic.to_string(), config.clone());
-            state
-                .current
-                .iter()
-                .chain(&state.future)
-                .filter(|(tp, _)| tp.topic == topic)
-                .map(|(_, l)| l.clone())
-                .collect()
+            let logs = state.current.iter().chain(&state.future).filter(|(tp, _)| tp.topic == topic);
+            let current = state.current.iter().filter(|(tp, _)| tp.topic == topic);
+            (
+                logs.map(|(_, l)| l.clone()).collect(),
+                current.map(|(tp, l)| (tp.clone(), l.config().compact())).collect(),
+            )
         };
         for log in logs {
             log.update_config(config.clone())?;
         }
+        let changed: Vec<_> = current.into_iter().map(|(tp, was)| (tp, was, config.compact())).collect();
+        self.inner.cleaner_config_changed(&changed);
         Ok(())
     }
 
@@ -393,6 +408,7 @@ impl LogManager {
             .current
             .remove(tp)
             .ok_or_else(|| Error::illegal_state(format!("no log for partition {tp} to delete")))?;
+        self.inner.pause_cleaning_for_deletion(tp);
         log.close_handlers();
         let log_dir = log.log_dir().to_path_buf();
         let target = log_dir.join(log_delete_dir_name(tp));
@@ -400,6 +416,7 @@ impl LogManager {
             crate::util::file::rename(log.dir(), &target).and_then(|()| crate::util::file::fsync_dir(&log_dir));
         if let Err(e) = renamed {
             self.inner.failure_channel.maybe_add_offline_log_dir(&log_dir, &e.to_string());
+            self.inner.forget_cleaner_state(&log_dir, tp);
             self.inner.process_failures();
             return Err(Error::KafkaStorage { path: log_dir, reason: e.to_string() });
         }
@@ -407,7 +424,7 @@ impl LogManager {
         self.inner.state.write().to_delete.push((target.clone(), due));
         log::info!("log for partition {tp} is renamed to {} and is scheduled for deletion", target.display());
         self.inner.checkpoint_dir(&log_dir);
-        self.inner.forget_cleaner_checkpoint(&log_dir, tp);
+        self.inner.forget_cleaner_state(&log_dir, tp);
         Ok(target)
     }
 
@@ -464,6 +481,9 @@ impl LogManager {
         if let Some(mut s) = self.scheduler.lock().take() {
             s.shutdown();
         }
+        if let Some(cleaner) = &self.inner.cleaner {
+            cleaner.shutdown();
+        }
         let _creation = self.inner.creation_lock.lock();
         self.inner.process_failures();
         let mut state = self.inner.state.write();
@@ -513,6 +533,9 @@ impl Drop for LogManager {
     fn drop(&mut self) {
         if let Some(mut s) = self.scheduler.lock().take() {
             s.shutdown();
+        }
+        if let Some(cleaner) = &self.inner.cleaner {
+            cleaner.shutdown();
         }
     }
 }
@@ -647,6 +670,7 @@ impl Inner {
         if failed.is_empty() {
             return;
         }
+        let failed_dirs: Vec<PathBuf> = failed.iter().map(|(d, _)| d.clone()).collect();
         let mut state = self.state.write();
         for (dir, reason) in failed {
             log::warn!("stopping serving logs in dir {}: {reason}", dir.display());
@@ -675,6 +699,8 @@ impl Inner {
                 state.fatal = Some(message);
             }
         }
+        drop(state);
+        self.cleaner_dirs_failed(&failed_dirs);
     }
 
     fn tick(&self) -> i64 {
@@ -707,28 +733,29 @@ impl Inner {
                 log::warn!("deleting old segment files of {} failed: {e}", log.dir().display());
             }
         }
+        self.cleaner_health_check();
         self.process_failures();
         self.tasks.lock().until_next(self.clock.milliseconds())
     }
 
-    /// Kafka's `cleanupLogs`: retention on every log whose policy does not include `compact`.
+    /// Kafka's `cleanupLogs`: retention on every log whose policy does not include `compact`
+    /// (with a cleaner, only the idle ones, paused meanwhile; compacted logs get retention from
+    /// the cleaner threads).
     fn cleanup_logs(&self, options: RetentionOptions) -> Vec<(TopicPartition, RetentionResult)> {
-        let logs: Vec<_> = self.state.read().current.iter().map(|(tp, l)| (tp.clone(), l.clone())).collect();
+        let logs = self.logs_for_retention();
         let mut out = Vec::new();
-        for (tp, log) in logs {
-            if log.config().compact() {
-                continue;
-            }
+        for (tp, log) in &logs {
             match log.delete_old_segments_with(options) {
                 Ok(result) => {
                     for w in &result.warnings {
                         log::warn!("{w}");
                     }
-                    out.push((tp, result));
+                    out.push((tp.clone(), result));
                 }
                 Err(e) => log::error!("retention of {tp} failed: {e}"),
             }
         }
+        self.retention_done(&logs);
         out
     }
 
