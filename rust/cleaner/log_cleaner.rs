@@ -55,9 +55,10 @@ pub struct LogCleanerContext {
     pub producer_id_expiration_ms: i64,
 }
 
-/// Called on the cleaning thread just before a partition is cleaned: a seam for tests (for
-/// example a hook that panics, to exercise dead-thread handling).
-pub type CleanHook = Arc<dyn Fn(&TopicPartition) + Send + Sync>;
+/// Called on the cleaning thread just before a partition is cleaned (by a thread, `run_once`
+/// or `compact_now`): a seam for tests. An error it returns fails the clean as if the cleaner
+/// had returned it; a panic exercises the dead-thread handling.
+pub type CleanHook = Arc<dyn Fn(&TopicPartition) -> Result<()> + Send + Sync>;
 
 /// How a clean chosen by [`LogCleaner::run_once`] or a thread ended.
 #[derive(Debug, Clone)]
@@ -587,7 +588,7 @@ impl Core {
         let hook = self.hook.read().clone();
         let result = catch_unwind(AssertUnwindSafe(|| {
             if let Some(h) = hook {
-                h(&tp);
+                h(&tp)?;
             }
             cleaner.clean(ltc, &check_done)
         }));
@@ -603,12 +604,13 @@ impl Core {
                 (start, CleanStatus::Panicked(reason))
             }
         };
-        if let Err(e) = self.manager.done_cleaning(&tp, &dir, end) {
-            log::error!("{e}");
-        }
+        // Marked before it is released, so that no other thread picks it up in between.
         if let CleanStatus::Uncleanable(reason) | CleanStatus::Panicked(reason) = &status {
             log::warn!("unexpected failure cleaning log {tp}: {reason}; marking the partition as uncleanable");
             self.manager.mark_partition_uncleanable(&dir, &tp, reason);
+        }
+        if let Err(e) = self.manager.done_cleaning(&tp, &dir, end) {
+            log::error!("{e}");
         }
         CleanOutcome { topic_partition: tp, first_dirty_offset: start, end_offset: end, status, pre_clean }
     }
@@ -703,7 +705,11 @@ impl Core {
     fn compact_on_demand(&self, tp: &TopicPartition, log: &Arc<UnifiedLog>, id: usize) -> Result<CompactResult> {
         let dir = log.log_dir().to_path_buf();
         let config = self.config.read().clone();
+        let hook = self.hook.read().clone();
         let run = || -> Result<CompactResult> {
+            if let Some(h) = hook {
+                h(tp)?;
+            }
             let mut cleaner = self.new_cleaner(id, &config)?;
             let options = CompactOptions { first_dirty_offset: self.manager.checkpoint_of(log), now_ms: None };
             let check_done = || self.manager.check_cleaning_aborted(tp);

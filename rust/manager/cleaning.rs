@@ -198,18 +198,11 @@ impl Inner {
     /// non-compacted logs, paused until [`Inner::retention_done`]; without, every
     /// non-compacted log.
     pub(super) fn logs_for_retention(&self) -> Vec<LogEntry> {
-        match &self.cleaner {
-            Some(cleaner) => cleaner.manager().pause_cleaning_for_non_compacted_partitions(),
-            None => {
-                let state = self.state.read();
-                state
-                    .current
-                    .iter()
-                    .filter(|(_, l)| !l.config().compact())
-                    .map(|(tp, l)| (tp.clone(), l.clone()))
-                    .collect()
-            }
+        if let Some(cleaner) = &self.cleaner {
+            return cleaner.manager().pause_cleaning_for_non_compacted_partitions();
         }
+        let state = self.state.read();
+        state.current.iter().filter(|(_, l)| !l.config().compact()).map(|(tp, l)| (tp.clone(), l.clone())).collect()
     }
 
     /// Resumes the partitions paused by [`Inner::logs_for_retention`].

@@ -8,11 +8,15 @@
 //! - `model`: a model-based property test of `UnifiedLog` against an in-memory log;
 //! - `fuzz`: `fuzz_*` targets for the batch decoder and log loading (`make fuzz` runs them long);
 //! - `fault`: disk failures (EIO, ENOSPC, failed fsync) through the fault-injection seam;
-//! - `log_manager`: several log dirs, restarts, the scheduler, a failing dir.
+//! - `log_manager`: several log dirs, restarts, the scheduler, a failing dir;
+//! - `log_cleaner_manager`: the cleaner's partition states, checkpoints, threads, status and
+//!   on-demand compaction (Kafka's `LogCleanerManagerTest` and the cleaner cases of
+//!   `LogManagerTest`).
 
 mod common;
 mod fault;
 mod fuzz;
+mod log_cleaner_manager;
 mod log_loader;
 mod log_manager;
 mod model;
