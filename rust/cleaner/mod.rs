@@ -8,14 +8,18 @@
 //! - [`log_to_clean`]: a log's clean / cleanable / uncleanable byte accounting;
 //! - [`cleaner_stats`], [`throttler`]: the stats of one clean and the shared I/O throttle.
 
+#[allow(clippy::module_inception)] // Kafka names the class Cleaner inside its cleaner package.
 pub mod cleaner;
 pub mod cleaner_stats;
 pub mod filter;
 pub mod log_to_clean;
 pub mod offset_map;
+pub mod producer_scan;
 pub mod throttler;
 
-pub use cleaner::{compact_log, CompactOptions, CompactResult, Cleaner, CleanerParams};
+pub use cleaner::{
+    compact_log, group_segments_by_size, CleanPass, Cleaner, CleanerParams, CompactOptions, CompactResult,
+};
 pub use cleaner_stats::CleanerStats;
 pub use log_to_clean::LogToClean;
 pub use offset_map::SkimpyOffsetMap;

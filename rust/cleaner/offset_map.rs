@@ -130,7 +130,10 @@ impl SkimpyOffsetMap {
     /// throws there too; the cleaner stops filling at the load factor long before).
     pub fn put_hash(&mut self, hash: &KeyHash, offset: i64) -> Result<()> {
         if self.entries >= self.slots {
-            return Err(Error::illegal_state(format!("attempted to add a new entry to a full offset map ({} slots)", self.slots)));
+            return Err(Error::illegal_state(format!(
+                "attempted to add a new entry to a full offset map ({} slots)",
+                self.slots
+            )));
         }
         self.lookups += 1;
         let mut attempt = 0usize;
