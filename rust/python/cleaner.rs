@@ -77,7 +77,7 @@ impl OnDemandCleaner {
                 "must be >= 1",
             ));
         }
-        if !(self.load_factor > 0.0 && self.load_factor <= 1.0) {
+        if self.load_factor.is_nan() || self.load_factor <= 0.0 || self.load_factor > 1.0 {
             return Err(Error::invalid_config(
                 "log.cleaner.io.buffer.load.factor",
                 self.load_factor,
@@ -92,7 +92,7 @@ impl OnDemandCleaner {
             ));
         }
         let rate = self.max_io_bytes_per_second.unwrap_or(f64::MAX);
-        if !(rate > 0.0) {
+        if rate.is_nan() || rate <= 0.0 {
             return Err(Error::invalid_config("log.cleaner.io.max.bytes.per.second", rate, "must be > 0"));
         }
         let map = SkimpyOffsetMap::new(self.dedupe_buffer_size.min(i64::from(i32::MAX)) as usize)?;

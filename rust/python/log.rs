@@ -367,6 +367,7 @@ impl PyUnifiedLog {
     }
 
     /// Cleans the whole cleanable range now, in as many passes as the map needs.
+    #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, first_dirty_offset, time_ms))]
     fn compact_now<'py>(
         &self,
