@@ -10,7 +10,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use super::cleaner_stats::CleanerStats;
 use super::filter::{AbortedTxn, CleanedTransactionMetadata, CleanerFilter, LastRecord};
 use super::log_to_clean::{cleanable_offsets, LogToClean};
-use super::offset_map::SkimpyOffsetMap;
+use super::offset_map::{hash_key, KeyHash, SkimpyOffsetMap};
 use super::producer_scan::ProducerScan;
 use super::throttler::Throttler;
 use crate::error::{Error, Result};
@@ -51,6 +51,8 @@ struct IoBuffers {
     read: Vec<u8>,
     out: Vec<u8>,
     scratch: Vec<u8>,
+    /// Pass 1: (offset, key hash) of the records of one batch.
+    keyed: Vec<(i64, Option<KeyHash>)>,
     builder: BatchBuilder,
     base_size: usize,
     max_size: usize,
@@ -62,6 +64,7 @@ impl IoBuffers {
             read: vec![0; size],
             out: Vec::with_capacity(size),
             scratch: Vec::new(),
+            keyed: Vec::new(),
             builder: BatchBuilder::new(BatchHeader::default()),
             base_size: size,
             max_size,
@@ -324,7 +327,6 @@ impl Cleaner {
             let n = self.bufs.read_chunk(segment, position, size)?;
             self.throttler.maybe_throttle(n as f64);
             let mut iter = BatchIter::new(&self.bufs.read[..n]);
-            let mut full = false;
             let mut control_scratch = Vec::new();
             for item in iter.by_ref() {
                 let (at, batch) = item.map_err(|e| e.in_file(&path, position))?;
@@ -335,28 +337,29 @@ impl Cleaner {
                 } else if txn.on_batch_read(&batch) {
                     stats.map_messages_read += batch.record_count()?;
                 } else {
+                    // Hash the batch's keys first and prefetch their slots, then insert: the
+                    // map lookups then overlap instead of waiting on memory one by one.
                     let map = &mut self.map;
+                    let keyed = &mut self.bufs.keyed;
+                    keyed.clear();
                     batch
                         .for_each_record(&mut self.bufs.scratch, |r| {
-                            if full {
-                                return Ok(());
+                            let hash = r.key.filter(|_| r.offset >= start).map(hash_key);
+                            if let Some(h) = &hash {
+                                map.prefetch(h);
                             }
-                            if let Some(key) = r.key {
-                                if r.offset >= start {
-                                    if map.size() < max_desired {
-                                        map.put(key, r.offset)?;
-                                    } else {
-                                        full = true;
-                                        return Ok(());
-                                    }
-                                }
-                            }
-                            stats.map_messages_read += 1;
+                            keyed.push((r.offset, hash));
                             Ok(())
                         })
                         .map_err(|e| e.with_position_offset(at as u64).in_file(&path, position))?;
-                    if full {
-                        return Ok(true);
+                    for (offset, hash) in keyed.iter() {
+                        if let Some(h) = hash {
+                            if map.size() >= max_desired {
+                                return Ok(true);
+                            }
+                            map.put_hash(h, *offset)?;
+                        }
+                        stats.map_messages_read += 1;
                     }
                 }
                 if batch.last_offset() >= start {

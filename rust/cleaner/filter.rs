@@ -23,7 +23,7 @@
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use super::cleaner_stats::CleanerStats;
-use super::offset_map::SkimpyOffsetMap;
+use super::offset_map::{hash_key, KeyHash, SkimpyOffsetMap};
 use crate::config::TimestampType;
 use crate::error::{Error, Result};
 use crate::record::batch::MAGIC_V2;
@@ -219,22 +219,23 @@ impl CleanerFilter<'_> {
     }
 
     /// Whether `record` of `batch` survives (Kafka's `shouldRetainRecord`).
+    /// `hash` is the key's digest, computed (and its slot prefetched) beforehand.
     fn should_retain_record(
         &mut self,
         batch: &AnyBatch<'_>,
         offset: i64,
-        key: Option<&[u8]>,
+        hash: Option<&KeyHash>,
         has_value: bool,
         stats: &mut CleanerStats,
     ) -> bool {
         if offset > self.map.latest_offset() {
             return true;
         }
-        let Some(key) = key else {
+        let Some(hash) = hash else {
             stats.invalid_messages_read += 1;
             return false;
         };
-        let latest = offset >= self.map.get(key);
+        let latest = offset >= self.map.get_hash(hash);
         if !latest {
             return false;
         }
@@ -265,6 +266,7 @@ impl CleanerFilter<'_> {
     ) -> Result<FilterResult> {
         let mut result = FilterResult { max_offset: -1, ..FilterResult::default() };
         let mut retained_flags: Vec<bool> = Vec::new();
+        let mut hashes: Vec<Option<KeyHash>> = Vec::new();
         for item in crate::record::records::BatchIter::new(chunk) {
             let (position, batch) = item?;
             let (retention, discard_records, marker_for_empty_txn) =
@@ -285,9 +287,19 @@ impl CleanerFilter<'_> {
             let mut contains_tombstones = false;
             let mut max_offset = -1i64;
             let is_control = batch.is_control();
+            // Hash the keys that need a lookup and prefetch their slots first.
+            hashes.clear();
+            let latest = self.map.latest_offset();
             for r in &records {
+                let hash = r.key.filter(|_| !discard_records && !is_control && r.offset <= latest).map(hash_key);
+                if let Some(h) = &hash {
+                    self.map.prefetch(h);
+                }
+                hashes.push(hash);
+            }
+            for (r, hash) in records.iter().zip(&hashes) {
                 let keep = !discard_records
-                    && (is_control || self.should_retain_record(&batch, r.offset, r.key, r.value.is_some(), stats));
+                    && (is_control || self.should_retain_record(&batch, r.offset, hash.as_ref(), r.value.is_some(), stats));
                 if keep {
                     max_offset = max_offset.max(r.offset);
                     contains_tombstones |= r.value.is_none();

@@ -3,8 +3,7 @@
 // and benches/bench_cleaner.py can put kafkalog's compaction beside Kafka's on the same files.
 //
 // Usage:
-//   java -cp <kafka jars>:<classes> KafkaCleanerDriver --dir PARTITION_DIR [options]
-//   java -cp ... KafkaCleanerDriver --source PARTITION_DIR --scratch DIR --warmup N --reps N [options]
+//   java -cp <kafka jars>:<classes> KafkaCleanerDriver --dir PARTITION_DIR[,PARTITION_DIR...] [options]
 //
 // Options (all optional):
 //   --now-ms MS             the "current time" handed to Cleaner.doClean (tombstone delete
@@ -27,6 +26,7 @@
 //                           active producer's last batch as a broker with its snapshots would
 //                           (a clean open without snapshots starts with no producers at all)
 //   --read true             afterwards, read the whole log back through UnifiedLog.read and print it
+//   --warmup N              the first N directories are warm-up runs (default 0)
 //   --label NAME            a name echoed in the JSON
 //
 // One run: UnifiedLog.create on the directory (clean shutdown assumed, so no recovery), high
@@ -39,9 +39,9 @@
 // *.deleted files of the replaced segments are unlinked (a broker's scheduler does that after
 // file.delete.delay.ms).
 //
-// With --source/--scratch, each of the --warmup + --reps runs first copies --source to a fresh
-// directory under --scratch (same partition dir name, file times kept; untimed), so every run
-// cleans the same input; one Cleaner (and its offset map) serves every run, like a cleaner thread.
+// With several directories (copies of one input, say), they are cleaned one after the other in
+// one JVM by one Cleaner (and its offset map), like a cleaner thread; the first --warmup N of
+// them are warm-up runs (marked "warmup": true).
 //
 // Output on stdout: one line per run starting with "cleaner-json " followed by a JSON object:
 //   {"label", "run", "warmup", "dir", "first_dirty_offset", "first_uncleanable_offset", "end_offset",
@@ -89,17 +89,12 @@ import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.stream.Stream;
 
 public class KafkaCleanerDriver {
     static final char[] HEX = "0123456789abcdef".toCharArray();
@@ -303,29 +298,6 @@ public class KafkaCleanerDriver {
         for (File f : files) Files.deleteIfExists(f.toPath());
     }
 
-    // -- copies for repeated runs -------------------------------------------------------------
-
-    static void copyDir(Path from, Path to) throws IOException {
-        Files.createDirectories(to);
-        try (Stream<Path> files = Files.list(from)) {
-            for (Path f : (Iterable<Path>) files::iterator) {
-                if (Files.isRegularFile(f)) {
-                    Path target = to.resolve(f.getFileName());
-                    Files.copy(f, target, StandardCopyOption.COPY_ATTRIBUTES);
-                    FileTime mtime = Files.getLastModifiedTime(f);
-                    Files.setLastModifiedTime(target, mtime);
-                }
-            }
-        }
-    }
-
-    static void deleteTree(Path p) throws IOException {
-        if (!Files.exists(p)) return;
-        try (Stream<Path> walk = Files.walk(p)) {
-            for (Path q : (Iterable<Path>) walk.sorted(Comparator.reverseOrder())::iterator) Files.delete(q);
-        }
-    }
-
     public static void main(String[] argv) throws Exception {
         parse(argv);
         long now = flagLong("now-ms", System.currentTimeMillis());
@@ -349,27 +321,17 @@ public class KafkaCleanerDriver {
         BrokerTopicStats brokerStats = new BrokerTopicStats();
         PrintStream out = new PrintStream(new BufferedOutputStream(System.out, 1 << 16), false, "UTF-8");
         try {
-            if (flags.containsKey("dir")) {
-                runOnce(cleaner, map, mapBytes, new File(flags.get("dir")), config, scheduler, brokerStats, now, label,
-                    0, false, read, out);
-            } else if (flags.containsKey("source") && flags.containsKey("scratch")) {
-                Path source = Path.of(flags.get("source"));
-                Path scratch = Path.of(flags.get("scratch"));
-                int warmup = (int) flagLong("warmup", 1);
-                int reps = (int) flagLong("reps", 3);
-                for (int run = -warmup; run < reps; run++) {
-                    Path work = scratch.resolve("kafka-run" + (run + warmup));
-                    Path dir = work.resolve(source.getFileName());
-                    deleteTree(work);
-                    copyDir(source, dir);
-                    runOnce(cleaner, map, mapBytes, dir.toFile(), config, scheduler, brokerStats, now, label,
-                        run, run < 0, false, out);
-                    out.flush();
-                    deleteTree(work);
-                }
-            } else {
-                System.err.println("KafkaCleanerDriver: --dir, or --source and --scratch, are required");
+            String dirs = flags.get("dir");
+            if (dirs == null || dirs.isEmpty()) {
+                System.err.println("KafkaCleanerDriver: --dir is required");
                 System.exit(2);
+            }
+            int warmup = (int) flagLong("warmup", 0);
+            String[] list = dirs.split(",");
+            for (int i = 0; i < list.length; i++) {
+                runOnce(cleaner, map, mapBytes, new File(list[i]), config, scheduler, brokerStats, now, label,
+                    i - warmup, i < warmup, read, out);
+                out.flush();
             }
         } finally {
             out.flush();
