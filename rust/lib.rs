@@ -11,13 +11,15 @@
 //! - [`log`]: file names, `LocalLog`, `UnifiedLog`, validation of appends;
 //! - [`checkpoint`]: `partition.metadata` and the other small files;
 //! - [`config`]: `LogConfig` with Kafka's keys, defaults and ranges;
-//! - [`manager`]: the LogManager layer, so far its broker-level configuration.
+//! - [`cleaner`]: log compaction (the offset map, the two-pass cleaner, its stats);
+//! - [`manager`]: the LogManager layer.
 //!
 //! The Python module (`kafkalog._native`) lives in `python/` behind the `python` feature.
 //!
-//! `unsafe` appears in three places only, each with a `SAFETY:` comment: the index memory maps
-//! (`index/mmap.rs`), the directory `flock` (`util/file.rs`), and the read-only buffer protocol
-//! that hands Arrow column bytes to Python without a copy (`python/buffer.rs`).
+//! `unsafe` appears in four places only, each with a `SAFETY:` comment: the index memory maps
+//! (`index/mmap.rs`), the directory `flock` (`util/file.rs`), the read-only buffer protocol
+//! that hands Arrow column bytes to Python without a copy (`python/buffer.rs`), and the cache
+//! prefetch hint of the cleaner's offset map (`cleaner/offset_map.rs`).
 
 #![warn(clippy::pedantic)]
 #![allow(
@@ -25,6 +27,7 @@
     clippy::cast_sign_loss,
     clippy::cast_possible_wrap,
     clippy::cast_lossless,
+    clippy::cast_precision_loss,
     clippy::module_name_repetitions,
     clippy::missing_errors_doc,
     clippy::missing_panics_doc,

@@ -7,9 +7,10 @@ segments with offset and time indexes, one :class:`UnifiedLog` per partition, an
 
 from __future__ import annotations
 
-from . import batches, checkpoints, exceptions
+from . import batches, checkpoints, cleaner, exceptions
 from ._native import __version__, decode_batches
 from .arrow import KAFKA_SCHEMA
+from .cleaner import CleanerStats, CleanPass, CompactResult
 from .exceptions import (
     CorruptRecordError,
     InvalidConfigError,
@@ -37,6 +38,10 @@ __all__ = [
     "batches",
     "checkpoints",
     "exceptions",
+    "cleaner",
+    "CleanerStats",
+    "CleanPass",
+    "CompactResult",
     "KAFKA_SCHEMA",
     "UnifiedLog",
     "LogManager",

@@ -1,6 +1,7 @@
 # Hand-written stub of the Rust extension module; `make test` checks it with mypy.stubtest.
 import os
 from typing import Any, final
+from kafkalog.cleaner import CompactResult
 
 __all__ = [
     "UnifiedLog",
@@ -79,6 +80,15 @@ class UnifiedLog:
     def managed(self) -> bool: ...
     def delete_old_segments(self, cap_future_timestamps: bool) -> tuple[list[tuple[int, int, int, int, str]], list[str], int]: ...
     def delete_due_files(self) -> None: ...
+    def compact_now(
+        self,
+        dedupe_buffer_size: int,
+        load_factor: float,
+        io_buffer_size: int,
+        max_io_bytes_per_second: float | None,
+        first_dirty_offset: int | None,
+        time_ms: int | None,
+    ) -> CompactResult: ...
 
 @final
 class LogManager:

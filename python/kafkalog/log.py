@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from . import _native
 from .arrow import KAFKA_SCHEMA, columns_to_record_batch
+from .cleaner import CompactResult
 from .records import (
     AppendInfo,
     ConsumerRecord,
@@ -192,6 +193,32 @@ class UnifiedLog:
     def delete_due_files(self) -> None:
         """Unlinks ``.deleted`` files whose ``file.delete.delay.ms`` has passed."""
         self._log.delete_due_files()
+
+    def compact_now(
+        self,
+        *,
+        dedupe_buffer_size: int = 128 * 1024 * 1024,
+        load_factor: float = 0.9,
+        io_buffer_size: int = 512 * 1024,
+        max_io_bytes_per_second: float | None = None,
+        first_dirty_offset: int | None = None,
+        time_ms: int | None = None,
+    ) -> CompactResult:
+        """Compacts the log now (Kafka's cleaner, on demand): keeps the latest record of every
+        key below the first uncleanable offset, in as many passes as the offset map needs.
+
+        The cleanable range runs from ``first_dirty_offset`` (default: the log start; a
+        LogManager keeps it in ``cleaner-offset-checkpoint``) to the least of the high
+        watermark, the active segment's base and ``min.compaction.lag.ms``; roll first to make
+        the active segment cleanable. Tombstones follow Kafka's two-pass rule: the first clean
+        stamps ``time_ms + delete.retention.ms`` into their batch, a clean after that removes
+        them. The sizes take the broker keys ``log.cleaner.dedupe.buffer.size``,
+        ``log.cleaner.io.buffer.load.factor``, ``log.cleaner.io.buffer.size`` and
+        ``log.cleaner.io.max.bytes.per.second``. A truncation or close of the log meanwhile
+        stops the clean with ``LogCleaningAbortedError`` and leaves the log unchanged."""
+        return self._log.compact_now(
+            dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, first_dirty_offset, time_ms
+        )
 
     @property
     def managed(self) -> bool:

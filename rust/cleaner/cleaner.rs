@@ -1,13 +1,23 @@
-//! Cleaning one log (Kafka's `Cleaner`).
+//! Cleaning one log (Kafka's `Cleaner`): pass 1 maps every key of the dirty section to its
+//! latest offset; pass 2 recopies every segment below the map's end, grouped so that each
+//! group fits one segment, keeping what [`super::filter`] says, into `.cleaned` segments that
+//! replace the originals through the crash-safe swap. Offsets never change.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
 
 use super::cleaner_stats::CleanerStats;
-use super::log_to_clean::LogToClean;
-use super::offset_map::SkimpyOffsetMap;
+use super::filter::{AbortedTxn, CleanedTransactionMetadata, CleanerFilter, LastRecord};
+use super::log_to_clean::{cleanable_offsets, LogToClean};
+use super::offset_map::{hash_key, KeyHash, SkimpyOffsetMap};
+use super::producer_scan::ProducerScan;
 use super::throttler::Throttler;
 use crate::error::{Error, Result};
-use crate::log::unified_log::UnifiedLog;
+use crate::log::unified_log::{CleaningGuard, UnifiedLog};
+use crate::record::builder::{BatchBuilder, BatchHeader};
+use crate::record::records::{next_batch_size, BatchIter};
+use crate::segment::log_segment::LogSegment;
 use crate::util::clock::SharedClock;
 
 /// Sizes and limits of one cleaner thread.
@@ -24,41 +34,522 @@ pub struct CleanerParams {
     pub producer_id_expiration_ms: i64,
 }
 
+impl Default for CleanerParams {
+    /// Kafka's defaults for one cleaner thread.
+    fn default() -> Self {
+        CleanerParams {
+            io_buffer_size: 512 * 1024 / 2,
+            max_io_buffer_size: 1024 * 1024 + 12,
+            dedupe_buffer_load_factor: 0.9,
+            producer_id_expiration_ms: 86_400_000,
+        }
+    }
+}
+
+/// The read buffer, grown for batches larger than it and restored afterwards.
+struct IoBuffers {
+    read: Vec<u8>,
+    out: Vec<u8>,
+    scratch: Vec<u8>,
+    /// Pass 1: (offset, key hash) of the records of one batch.
+    keyed: Vec<(i64, Option<KeyHash>)>,
+    builder: BatchBuilder,
+    base_size: usize,
+    max_size: usize,
+}
+
+impl IoBuffers {
+    fn new(size: usize, max_size: usize) -> Self {
+        IoBuffers {
+            read: vec![0; size],
+            out: Vec::with_capacity(size),
+            scratch: Vec::new(),
+            keyed: Vec::new(),
+            builder: BatchBuilder::new(BatchHeader::default()),
+            base_size: size,
+            max_size,
+        }
+    }
+
+    /// Reads up to a buffer's worth at `position` of `segment` (bounded by its size).
+    fn read_chunk(&mut self, segment: &LogSegment, position: u64, end: u64) -> Result<usize> {
+        let want = ((end - position) as usize).min(self.read.len());
+        segment.log().read_at(position, &mut self.read[..want])
+    }
+
+    /// Kafka's `growBuffersOrFail`: the chunk at `position` held no complete batch.
+    fn grow_or_fail(
+        &mut self,
+        segment: &LogSegment,
+        position: u64,
+        max_message_bytes: usize,
+        chunk_len: usize,
+    ) -> Result<()> {
+        let target = if self.read.len() >= max_message_bytes {
+            let desc = || format!("log segment {} at position {position}", segment.path().display());
+            let next = next_batch_size(&self.read[..chunk_len]).map_err(|e| e.in_file(&segment.path(), position))?;
+            let Some(next) = next else {
+                return Err(Error::illegal_state(format!("Could not determine next batch size for {}", desc())));
+            };
+            if next <= self.read.len() {
+                return Err(Error::illegal_state(format!(
+                    "Batch size {next} < buffer size {}, but not processed for {}",
+                    self.read.len(),
+                    desc()
+                )));
+            }
+            let left = segment.size().saturating_sub(position);
+            if next as u64 > left {
+                return Err(Error::CorruptRecord {
+                    file: Some(segment.path()),
+                    position,
+                    reason: format!("Log segment may be corrupt, batch size {next} > {left} bytes left in segment"),
+                });
+            }
+            next
+        } else {
+            max_message_bytes
+        };
+        let cap = target.max(self.max_size);
+        if self.read.len() >= cap {
+            return Err(Error::illegal_state(format!(
+                "This log contains a message larger than maximum allowable size of {cap} ({}, position {position}).",
+                segment.path().display()
+            )));
+        }
+        let new_size = (self.read.len() * 2).min(cap);
+        log::info!("Growing cleaner I/O buffers from {} bytes to {new_size} bytes.", self.read.len());
+        self.read.resize(new_size, 0);
+        Ok(())
+    }
+
+    fn restore(&mut self) {
+        if self.read.len() > self.base_size {
+            self.read.truncate(self.base_size);
+            self.read.shrink_to_fit();
+        }
+        if self.out.capacity() > 4 * self.base_size {
+            self.out = Vec::with_capacity(self.base_size);
+        }
+    }
+}
+
 /// Cleans logs with one offset map. Mirrors Kafka's `Cleaner`. Not thread-safe: one per
-/// cleaner thread.
+/// cleaner thread (or per on-demand clean); its map and buffers are allocated once and reused.
 pub struct Cleaner {
     id: usize,
     map: SkimpyOffsetMap,
     params: CleanerParams,
     throttler: Arc<Throttler>,
     clock: SharedClock,
+    bufs: IoBuffers,
+}
+
+impl std::fmt::Debug for Cleaner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cleaner").field("id", &self.id).field("map", &self.map).finish_non_exhaustive()
+    }
+}
+
+/// Everything one round of cleaning shares between its groups.
+struct Round<'a> {
+    log: &'a UnifiedLog,
+    guard: &'a CleaningGuard<'a>,
+    check: &'a dyn Fn() -> Result<()>,
+    now: i64,
+    upper_bound: i64,
+    legacy_delete_horizon: i64,
+    last_records: &'a HashMap<i64, LastRecord>,
+    aborted: &'a [AbortedTxn],
 }
 
 impl Cleaner {
-    /// A cleaner owning `map`.
-    pub fn new(id: usize, map: SkimpyOffsetMap, params: CleanerParams, throttler: Arc<Throttler>, clock: SharedClock) -> Result<Self> {
-        Ok(Cleaner { id, map, params, throttler, clock })
+    /// A cleaner owning `map`. Fails if the map cannot hold even one key at the load factor.
+    pub fn new(
+        id: usize,
+        map: SkimpyOffsetMap,
+        params: CleanerParams,
+        throttler: Arc<Throttler>,
+        clock: SharedClock,
+    ) -> Result<Self> {
+        if (map.slots() as f64 * params.dedupe_buffer_load_factor) <= 1.0 {
+            return Err(Error::invalid_config(
+                "log.cleaner.dedupe.buffer.size",
+                map.memory(),
+                "the offset map is too small to fit even a single message, so log cleaning will never make progress; \
+                 increase log.cleaner.dedupe.buffer.size or decrease log.cleaner.threads",
+            ));
+        }
+        let io = params.io_buffer_size.max(crate::record::batch::RECORD_BATCH_OVERHEAD);
+        let bufs = IoBuffers::new(io, params.max_io_buffer_size);
+        Ok(Cleaner { id, map, params, throttler, clock, bufs })
     }
+
     /// The id used in log lines.
     pub fn id(&self) -> usize {
         self.id
     }
+
     /// The offset map.
     pub fn offset_map(&self) -> &SkimpyOffsetMap {
         &self.map
     }
+
+    /// Keys one pass can map: slots x load factor.
+    pub fn map_capacity(&self) -> usize {
+        (self.map.slots() as f64 * self.params.dedupe_buffer_load_factor) as usize
+    }
+
     /// Cleans `to_clean` at the clock's time; returns the first offset not cleaned (the new
-    /// checkpoint) and the stats. `check_done` is called at every chunk and may return
-    /// `Error::LogCleaningAborted` to stop.
+    /// checkpoint) and the stats. `check_done` is called at every chunk and may return an
+    /// error (`Error::LogCleaningAborted`) to stop; a truncation or close of the log stops the
+    /// clean the same way.
     pub fn clean(&mut self, to_clean: &LogToClean, check_done: &dyn Fn() -> Result<()>) -> Result<(i64, CleanerStats)> {
         let now = self.clock.milliseconds();
         self.do_clean(to_clean, now, check_done)
     }
-    /// Cleans `to_clean` as if the time were `now`.
-    pub fn do_clean(&mut self, to_clean: &LogToClean, now: i64, check_done: &dyn Fn() -> Result<()>) -> Result<(i64, CleanerStats)> {
-        let _ = (to_clean, now, check_done, &self.map, &self.params, &self.throttler);
-        Err(Error::illegal_state("not yet"))
+
+    /// Cleans `to_clean` as if the time were `now` (Kafka's `doClean`).
+    pub fn do_clean(
+        &mut self,
+        to_clean: &LogToClean,
+        now: i64,
+        check_done: &dyn Fn() -> Result<()>,
+    ) -> Result<(i64, CleanerStats)> {
+        let log = &*to_clean.log;
+        let guard = log.begin_cleaning()?;
+        let partition = log.topic_partition().to_string();
+        let check = || -> Result<()> {
+            check_done()?;
+            if guard.abort_requested() {
+                return Err(Error::LogCleaningAborted { partition: partition.clone() });
+            }
+            Ok(())
+        };
+        log::info!("Cleaner {}: Beginning cleaning of log {partition}", self.id);
+        let config = log.config();
+        let legacy_delete_horizon = match log.log_segments(0, to_clean.first_dirty_offset).last() {
+            Some(s) => s.last_modified()? - config.delete_retention_ms,
+            None => 0,
+        };
+        let mut stats = CleanerStats::new();
+        let upper_bound = to_clean.first_uncleanable_offset;
+        let scan = ProducerScan::run(log, now, self.params.producer_id_expiration_ms, &check)?;
+        self.build_offset_map(log, to_clean.first_dirty_offset, upper_bound, &scan.aborted, &mut stats, &check)?;
+        let end_offset = self.map.latest_offset() + 1;
+        stats.index_done();
+        log::info!(
+            "Cleaner {}: Cleaning log {partition} (offsets [{}, {end_offset}), discarding legacy tombstones prior to {legacy_delete_horizon})...",
+            self.id,
+            to_clean.first_dirty_offset
+        );
+        let groups = group_segments_by_size(
+            &log.log_segments(0, end_offset),
+            config.segment_size(),
+            config.segment_index_bytes,
+            upper_bound,
+        )?;
+        let round = Round {
+            log,
+            guard: &guard,
+            check: &check,
+            now,
+            upper_bound,
+            legacy_delete_horizon,
+            last_records: &scan.last_records,
+            aborted: &scan.aborted,
+        };
+        let mut txn = CleanedTransactionMetadata::default();
+        for group in &groups {
+            self.clean_segments(&round, group, &mut stats, &mut txn)?;
+        }
+        stats.buffer_utilization = self.map.utilization();
+        stats.all_done();
+        Ok((end_offset, stats))
     }
+
+    /// Pass 1 (Kafka's `buildOffsetMap`): maps the keys of `[start, end)`, stopping when the
+    /// map reaches its load factor. The map's latest offset then tells how far it got.
+    fn build_offset_map(
+        &mut self,
+        log: &UnifiedLog,
+        start: i64,
+        end: i64,
+        aborted: &[AbortedTxn],
+        stats: &mut CleanerStats,
+        check: &dyn Fn() -> Result<()>,
+    ) -> Result<()> {
+        self.map.clear();
+        let dirty = log.log_segments(start, end);
+        log::info!(
+            "Cleaner {}: Building offset map for log {} for {} segments in offset range [{start}, {end}).",
+            self.id,
+            log.topic_partition(),
+            dirty.len()
+        );
+        let mut txn = CleanedTransactionMetadata::default();
+        txn.add_aborted_transactions(&overlapping(aborted, start, end));
+        let max_message_bytes = log.config().max_message_bytes.max(0) as usize;
+        for (i, segment) in dirty.iter().enumerate() {
+            let next_start = dirty.get(i + 1).map_or(end, |s| s.base_offset());
+            check()?;
+            let full = self.map_segment(segment, start, next_start, max_message_bytes, &mut txn, stats, check)?;
+            if full {
+                log::debug!(
+                    "Offset map is full, {i} segments fully mapped, segment with base offset {} is partially mapped",
+                    segment.base_offset()
+                );
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds one segment's keys to the map (Kafka's `buildOffsetMapForSegment`); true if the map
+    /// filled up.
+    #[allow(clippy::too_many_arguments)]
+    fn map_segment(
+        &mut self,
+        segment: &LogSegment,
+        start: i64,
+        next_segment_start: i64,
+        max_message_bytes: usize,
+        txn: &mut CleanedTransactionMetadata,
+        stats: &mut CleanerStats,
+        check: &dyn Fn() -> Result<()>,
+    ) -> Result<bool> {
+        let mut position = u64::from(segment.offset_index().get()?.lookup(start).position);
+        let size = segment.size();
+        let max_desired = self.map_capacity();
+        let path = segment.path();
+        while position < size {
+            check()?;
+            let n = self.bufs.read_chunk(segment, position, size)?;
+            self.throttler.maybe_throttle(n as f64);
+            let mut iter = BatchIter::new(&self.bufs.read[..n]);
+            let mut control_scratch = Vec::new();
+            for item in iter.by_ref() {
+                let (at, batch) = item.map_err(|e| e.in_file(&path, position))?;
+                if batch.is_control() {
+                    txn.on_control_batch_read(&batch, &mut control_scratch)
+                        .map_err(|e| e.with_position_offset(at as u64).in_file(&path, position))?;
+                    stats.map_messages_read += 1;
+                } else if txn.on_batch_read(&batch) {
+                    stats.map_messages_read += batch.record_count()?;
+                } else {
+                    // Hash the batch's keys first and prefetch their slots, then insert: the
+                    // map lookups then overlap instead of waiting on memory one by one.
+                    let map = &mut self.map;
+                    let keyed = &mut self.bufs.keyed;
+                    keyed.clear();
+                    batch
+                        .for_each_record(&mut self.bufs.scratch, |r| {
+                            let hash = r.key.filter(|_| r.offset >= start).map(hash_key);
+                            if let Some(h) = &hash {
+                                map.prefetch(h);
+                            }
+                            keyed.push((r.offset, hash));
+                            Ok(())
+                        })
+                        .map_err(|e| e.with_position_offset(at as u64).in_file(&path, position))?;
+                    for (offset, hash) in keyed.iter() {
+                        if let Some(h) = hash {
+                            if map.size() >= max_desired {
+                                return Ok(true);
+                            }
+                            map.put_hash(h, *offset)?;
+                        }
+                        stats.map_messages_read += 1;
+                    }
+                }
+                if batch.last_offset() >= start {
+                    self.map.update_latest_offset(batch.last_offset());
+                }
+            }
+            let valid = iter.position() as u64;
+            position += valid;
+            stats.map_bytes_read += valid;
+            if valid == 0 {
+                self.bufs.grow_or_fail(segment, position, max_message_bytes, n)?;
+            }
+        }
+        // Offsets may have gaps (earlier cleans): the segment covers everything up to the next.
+        self.map.update_latest_offset(next_segment_start - 1);
+        self.bufs.restore();
+        Ok(false)
+    }
+
+    /// Cleans one group of segments into one `.cleaned` segment and swaps it in (Kafka's
+    /// `cleanSegments`).
+    fn clean_segments(
+        &mut self,
+        round: &Round<'_>,
+        group: &[Arc<LogSegment>],
+        stats: &mut CleanerStats,
+        txn: &mut CleanedTransactionMetadata,
+    ) -> Result<()> {
+        let log = round.log;
+        let cleaned = Arc::new(log.create_new_cleaned_segment(group[0].base_offset())?);
+        let built = self.fill_cleaned(round, group, &cleaned, stats, txn);
+        if let Err(e) = built {
+            // Nothing was swapped yet: the `.cleaned` files are ours to remove.
+            if let Err(d) = cleaned.delete_if_exists() {
+                log::warn!("could not remove {}: {d}", cleaned.path().display());
+            }
+            return Err(e);
+        }
+        log::info!(
+            "Cleaner {}: Swapping in cleaned segment {} for segment(s) {:?} in log {}",
+            self.id,
+            cleaned.base_offset(),
+            group.iter().map(|s| s.base_offset()).collect::<Vec<_>>(),
+            log.topic_partition()
+        );
+        log.replace_segments(round.guard, std::slice::from_ref(&cleaned), group)?;
+        stats.segments_written += 1;
+        Ok(())
+    }
+
+    /// Recopies every segment of `group` into `cleaned`, then finishes its files.
+    fn fill_cleaned(
+        &mut self,
+        round: &Round<'_>,
+        group: &[Arc<LogSegment>],
+        cleaned: &Arc<LogSegment>,
+        stats: &mut CleanerStats,
+        txn: &mut CleanedTransactionMetadata,
+    ) -> Result<()> {
+        let log = round.log;
+        for (i, segment) in group.iter().enumerate() {
+            let upper = match group.get(i + 1) {
+                Some(next) => next.base_offset(),
+                None => segment.read_next_offset()?,
+            };
+            txn.add_aborted_transactions(&overlapping(round.aborted, segment.base_offset(), upper));
+            let retain_legacy_deletes = segment.last_modified()? > round.legacy_delete_horizon;
+            match self.clean_into(round, segment, cleaned, retain_legacy_deletes, stats, txn) {
+                Err(Error::OffsetOverflow { base_offset, offset }) => {
+                    log::info!(
+                        "Cleaner {}: offset {offset} does not fit a segment at base {base_offset}: splitting {} and \
+                         cleaning again",
+                        self.id,
+                        segment.path().display()
+                    );
+                    log.split_overflowed_segment(round.guard, segment)?;
+                    return Err(Error::LogCleaningAborted { partition: log.topic_partition().to_string() });
+                }
+                other => other?,
+            }
+        }
+        cleaned.on_become_inactive_segment()?;
+        cleaned.flush()?;
+        let last = group.last().expect("groups are never empty");
+        let modified = UNIX_EPOCH + Duration::from_millis(last.last_modified()?.max(0) as u64);
+        cleaned.log().set_modified(modified)?;
+        Ok(())
+    }
+
+    /// Filters one source segment into `dest` chunk by chunk (Kafka's `cleanInto`).
+    fn clean_into(
+        &mut self,
+        round: &Round<'_>,
+        source: &LogSegment,
+        dest: &LogSegment,
+        retain_legacy_deletes: bool,
+        stats: &mut CleanerStats,
+        txn: &mut CleanedTransactionMetadata,
+    ) -> Result<()> {
+        let config = round.log.config();
+        let max_message_bytes = config.max_message_bytes.max(0) as usize;
+        let path = source.path();
+        let mut filter = CleanerFilter {
+            current_time: round.now,
+            delete_retention_ms: config.delete_retention_ms,
+            retain_legacy_deletes,
+            last_records: round.last_records,
+            upper_bound_offset: round.upper_bound,
+            map: &mut self.map,
+            txn,
+        };
+        let size = source.size();
+        let mut position = 0u64;
+        while position < size {
+            (round.check)()?;
+            let n = self.bufs.read_chunk(source, position, size)?;
+            self.throttler.maybe_throttle(n as f64);
+            self.bufs.out.clear();
+            let bufs = &mut self.bufs;
+            let result = filter
+                .filter_to(&bufs.read[..n], &mut bufs.out, &mut bufs.builder, &mut bufs.scratch, stats)
+                .map_err(|e| e.in_file(&path, position))?;
+            stats.messages_read += result.messages_read;
+            stats.bytes_read += result.bytes_read as u64;
+            stats.messages_written += result.messages_retained;
+            stats.bytes_written += result.bytes_retained as u64;
+            position += result.bytes_read as u64;
+            if !bufs.out.is_empty() {
+                dest.append(result.max_offset, &bufs.out, result.messages_retained)?;
+                self.throttler.maybe_throttle(bufs.out.len() as f64);
+            }
+            if n > 0 && result.bytes_read == 0 {
+                self.bufs.grow_or_fail(source, position, max_message_bytes, n)?;
+            }
+        }
+        self.bufs.restore();
+        Ok(())
+    }
+}
+
+/// The aborted transactions overlapping `[start, end)` (Kafka's `collectAbortedTransactions`).
+fn overlapping(aborted: &[AbortedTxn], start: i64, end: i64) -> Vec<AbortedTxn> {
+    aborted.iter().filter(|t| t.last_offset >= start && t.first_offset < end).copied().collect()
+}
+
+/// Groups consecutive segments so that each group fits one segment (Kafka's
+/// `groupSegmentsBySize`): total log bytes <= `max_size`, offset- and time-index bytes each <=
+/// `max_index_size`, and offsets within `i32::MAX` of the group's base, estimated from the next
+/// segment's base (or `first_uncleanable - 1` for the last). Empty segments always join.
+pub fn group_segments_by_size(
+    segments: &[Arc<LogSegment>],
+    max_size: i32,
+    max_index_size: i32,
+    first_uncleanable: i64,
+) -> Result<Vec<Vec<Arc<LogSegment>>>> {
+    let max_size = i64::from(max_size);
+    let max_index = i64::from(max_index_size);
+    let index_sizes = |s: &LogSegment| -> Result<(i64, i64)> {
+        Ok((s.offset_index().get()?.size_in_bytes() as i64, s.time_index().get()?.size_in_bytes() as i64))
+    };
+    let mut groups = Vec::new();
+    let mut i = 0;
+    while i < segments.len() {
+        let mut group = vec![segments[i].clone()];
+        let mut log_size = segments[i].size() as i64;
+        let (mut index_size, mut time_index_size) = index_sizes(&segments[i])?;
+        i += 1;
+        while i < segments.len() {
+            let next = &segments[i];
+            let (oi, ti) = index_sizes(next)?;
+            let last_offset_estimate = match segments.get(i + 1) {
+                Some(after) => after.base_offset() - 1,
+                None => first_uncleanable - 1,
+            };
+            let fits = log_size + next.size() as i64 <= max_size
+                && index_size + oi <= max_index
+                && time_index_size + ti <= max_index
+                && (next.size() == 0 || last_offset_estimate - group[0].base_offset() <= i64::from(i32::MAX));
+            if !fits {
+                break;
+            }
+            log_size += next.size() as i64;
+            index_size += oi;
+            time_index_size += ti;
+            group.push(next.clone());
+            i += 1;
+        }
+        groups.push(group);
+    }
+    Ok(groups)
 }
 
 /// What `compact_log` is asked to do.
@@ -97,13 +588,54 @@ pub struct CompactResult {
 }
 
 /// Cleans the whole cleanable range of `log` (from the checkpoint to the first uncleanable
-/// offset) with `cleaner`, in as many passes as its map needs.
+/// offset) with `cleaner`, in as many passes as its map needs. Kafka has no such call: its
+/// cleaner threads clean one pass per turn when the dirty ratio says so.
 pub fn compact_log(
     cleaner: &mut Cleaner,
     log: &Arc<UnifiedLog>,
     options: &CompactOptions,
     check_done: &dyn Fn() -> Result<()>,
 ) -> Result<CompactResult> {
-    let _ = (cleaner, log, options, check_done);
-    Err(Error::illegal_state("not yet"))
+    let now = options.now_ms.unwrap_or_else(|| cleaner.clock.milliseconds());
+    let offsets = cleanable_offsets(log, options.first_dirty_offset, now)?;
+    let mut result = CompactResult {
+        passes: Vec::new(),
+        first_dirty_offset: offsets.first_dirty_offset,
+        first_uncleanable_offset: offsets.first_uncleanable_dirty_offset,
+        end_offset: offsets.first_dirty_offset,
+        stats: CleanerStats::new(),
+    };
+    let mut first_dirty = offsets.first_dirty_offset;
+    loop {
+        let offsets = cleanable_offsets(log, Some(first_dirty), now)?;
+        let to_clean =
+            LogToClean::new(log.clone(), offsets.first_dirty_offset, offsets.first_uncleanable_dirty_offset, false);
+        result.first_uncleanable_offset = to_clean.first_uncleanable_offset;
+        if to_clean.cleanable_bytes == 0 || to_clean.first_dirty_offset >= to_clean.first_uncleanable_offset {
+            break;
+        }
+        let (end, stats) = cleaner.do_clean(&to_clean, now, check_done)?;
+        log::info!(
+            "{}",
+            stats.summary(cleaner.id(), &log.topic_partition().to_string(), to_clean.first_dirty_offset, end)
+        );
+        if stats.invalid_messages_read > 0 {
+            log::warn!("\tFound {} invalid messages during compaction.", stats.invalid_messages_read);
+        }
+        if end <= to_clean.first_dirty_offset {
+            return Err(Error::illegal_state(format!(
+                "cleaning {} made no progress from offset {}",
+                log.topic_partition(),
+                to_clean.first_dirty_offset
+            )));
+        }
+        result.stats.merge(&stats);
+        result.passes.push(CleanPass { first_dirty_offset: to_clean.first_dirty_offset, end_offset: end, stats });
+        result.end_offset = end;
+        first_dirty = end;
+        if end >= to_clean.first_uncleanable_offset {
+            break;
+        }
+    }
+    Ok(result)
 }

@@ -70,7 +70,13 @@ fn mb(bytes: f64) -> f64 {
 /// Kafka's `%,.1f`: one decimal, thousands separated by commas.
 fn grouped(v: f64) -> String {
     if !v.is_finite() {
-        return if v.is_nan() { "NaN".into() } else if v > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if v.is_nan() {
+            "NaN".into()
+        } else if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     let s = format!("{:.1}", v.abs());
     let (int, frac) = s.split_once('.').expect("one decimal");
@@ -173,7 +179,7 @@ mod tests {
 
     #[test]
     fn java_style_grouping() {
-        assert_eq!(grouped(1234567.26), "1,234,567.3");
+        assert_eq!(grouped(1_234_567.26), "1,234,567.3");
         assert_eq!(grouped(0.04), "0.0");
         assert_eq!(grouped_int(1234), "1,234");
         assert_eq!(grouped_int(12), "12");

@@ -32,7 +32,12 @@ pub struct LogToClean {
 impl LogToClean {
     /// Accounts the log's bytes for a clean from `first_dirty_offset` up to (the segment
     /// holding) `uncleanable_offset`.
-    pub fn new(log: Arc<UnifiedLog>, first_dirty_offset: i64, uncleanable_offset: i64, need_compaction_now: bool) -> Self {
+    pub fn new(
+        log: Arc<UnifiedLog>,
+        first_dirty_offset: i64,
+        uncleanable_offset: i64,
+        need_compaction_now: bool,
+    ) -> Self {
         let clean_bytes: u64 = log.log_segments(-1, first_dirty_offset).iter().map(|s| s.size()).sum();
         let (first_uncleanable_offset, cleanable_bytes) =
             calculate_cleanable_bytes(&log, first_dirty_offset, uncleanable_offset);
@@ -61,11 +66,8 @@ pub fn calculate_cleanable_bytes(log: &UnifiedLog, first_dirty_offset: i64, uncl
         .map(|s| s.base_offset())
         .or_else(|| log.active_segment().map(|s| s.base_offset()))
         .unwrap_or(uncleanable_offset);
-    let bytes = log
-        .log_segments(first_dirty_offset.min(first_uncleanable), first_uncleanable)
-        .iter()
-        .map(|s| s.size())
-        .sum();
+    let bytes =
+        log.log_segments(first_dirty_offset.min(first_uncleanable), first_uncleanable).iter().map(|s| s.size()).sum();
     (first_uncleanable, bytes)
 }
 

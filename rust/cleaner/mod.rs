@@ -12,6 +12,7 @@
 //! - [`log_cleaner`]: the cleaner threads, on-demand compaction, the gauges (`LogCleaner`);
 //! - [`cleaner_status`]: the per-partition compaction picture.
 
+#[allow(clippy::module_inception)] // Kafka names the class Cleaner inside its cleaner package.
 pub mod cleaner;
 pub mod cleaner_stats;
 pub mod cleaner_status;
@@ -20,9 +21,12 @@ pub mod log_cleaner;
 pub mod log_cleaner_manager;
 pub mod log_to_clean;
 pub mod offset_map;
+pub mod producer_scan;
 pub mod throttler;
 
-pub use cleaner::{compact_log, CompactOptions, CompactResult, Cleaner, CleanerParams};
+pub use cleaner::{
+    compact_log, group_segments_by_size, CleanPass, Cleaner, CleanerParams, CompactOptions, CompactResult,
+};
 pub use cleaner_stats::CleanerStats;
 pub use cleaner_status::{CleanerPartitionStatus, StatusFilter};
 pub use log_cleaner::{CleanOutcome, CleanStatus, CleanerMetrics, LogCleaner, LogCleanerContext};

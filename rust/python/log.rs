@@ -365,6 +365,34 @@ impl PyUnifiedLog {
         let log = self.inner.clone();
         run(py, move || log.delete_due_files())
     }
+
+    /// Cleans the whole cleanable range now, in as many passes as the map needs.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, first_dirty_offset, time_ms))]
+    fn compact_now<'py>(
+        &self,
+        py: Python<'py>,
+        dedupe_buffer_size: i64,
+        load_factor: f64,
+        io_buffer_size: i64,
+        max_io_bytes_per_second: Option<f64>,
+        first_dirty_offset: Option<i64>,
+        time_ms: Option<i64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let log = self.inner.clone();
+        let sizes = super::cleaner::OnDemandCleaner {
+            dedupe_buffer_size,
+            load_factor,
+            io_buffer_size,
+            max_io_bytes_per_second,
+        };
+        let options = crate::cleaner::CompactOptions { first_dirty_offset, now_ms: time_ms };
+        let result = run(py, move || {
+            let mut cleaner = sizes.build(Arc::new(SystemClock))?;
+            crate::cleaner::compact_log(&mut cleaner, &log, &options, &|| Ok(()))
+        })?;
+        super::cleaner::compact_result_to_py(py, &result, 0, &self.inner.topic_partition().to_string())
+    }
 }
 
 /// Encodes records into v2 batches of at most `batch_size` uncompressed bytes each (as a

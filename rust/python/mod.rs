@@ -5,6 +5,7 @@ mod arrow;
 mod batches;
 mod buffer;
 mod checkpoints;
+mod cleaner;
 mod decode;
 mod errors;
 mod fault;

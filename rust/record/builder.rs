@@ -8,7 +8,7 @@ use super::batch::{
 };
 use super::compression::{compress, CompressionType};
 use super::control::{ControlRecordType, END_TXN_MARKER_VALUE_SIZE};
-use super::default_record::{encode_record, Header};
+use super::default_record::{encode_record, encode_record_raw_headers, Header, Record};
 use crate::config::TimestampType;
 use crate::error::{Error, Result};
 
@@ -137,6 +137,24 @@ impl BatchBuilder {
         value: Option<&[u8]>,
         headers: &[Header<'_>],
     ) -> Result<()> {
+        let (delta, ts_delta) = self.next_deltas(offset, timestamp)?;
+        encode_record(delta, ts_delta, key, value, headers, &mut self.records);
+        self.appended(delta, timestamp);
+        Ok(())
+    }
+
+    /// Appends a decoded record at its own offset and timestamp with its headers copied as
+    /// they are encoded (Kafka's `MemoryRecordsBuilder.append(Record)`, as the cleaner uses it).
+    pub fn append_record(&mut self, record: &Record<'_>) -> Result<()> {
+        let (delta, ts_delta) = self.next_deltas(record.offset, record.timestamp)?;
+        let (headers, count) = record.raw_headers();
+        encode_record_raw_headers(delta, ts_delta, record.key, record.value, headers, count, &mut self.records);
+        self.appended(delta, record.timestamp);
+        Ok(())
+    }
+
+    /// The offset and timestamp deltas of the next record, checked.
+    fn next_deltas(&mut self, offset: i64, timestamp: i64) -> Result<(i32, i64)> {
         let delta = offset - self.header.base_offset;
         let delta = i32::try_from(delta)
             .ok()
@@ -158,12 +176,14 @@ impl BatchBuilder {
             (None, Some(first)) => first,
             (None, None) => timestamp,
         };
+        Ok((delta, timestamp.wrapping_sub(base_ts)))
+    }
+
+    fn appended(&mut self, delta: i32, timestamp: i64) {
         self.first_timestamp.get_or_insert(timestamp);
-        encode_record(delta, timestamp.wrapping_sub(base_ts), key, value, headers, &mut self.records);
         self.max_timestamp = self.max_timestamp.max(timestamp);
         self.last_offset_delta = Some(delta);
         self.count += 1;
-        Ok(())
     }
 
     /// Appends a record at the next offset (base offset + record count).

@@ -57,6 +57,11 @@ impl<'a> Record<'a> {
     pub fn is_tombstone(&self) -> bool {
         self.value.is_none()
     }
+
+    /// The encoded headers and their count, for copying them into a new batch unchanged.
+    pub fn raw_headers(&self) -> (&'a [u8], u32) {
+        (self.headers_raw, self.header_count)
+    }
 }
 
 /// Iterator over a record's headers; the bytes were validated when the record was decoded.
@@ -257,6 +262,38 @@ pub fn encode_record(
         write_bytes(Some(k), out);
         write_bytes(*v, out);
     }
+    out.len() - before
+}
+
+/// Appends one encoded record whose headers are already encoded (`headers_raw`, as
+/// [`Record::raw_headers`] returns them); the cleaner's rewrite uses this to copy headers
+/// without decoding them. Returns its size including the prefix.
+pub fn encode_record_raw_headers(
+    offset_delta: i32,
+    timestamp_delta: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers_raw: &[u8],
+    header_count: u32,
+    out: &mut Vec<u8>,
+) -> usize {
+    let body = 1
+        + size_of_varint(offset_delta)
+        + size_of_varlong(timestamp_delta)
+        + bytes_size(key)
+        + bytes_size(value)
+        + size_of_varint(header_count as i32)
+        + headers_raw.len();
+    let before = out.len();
+    out.reserve(body + 5);
+    write_varint(body as i32, out);
+    out.push(0); // attributes
+    write_varlong(timestamp_delta, out);
+    write_varint(offset_delta, out);
+    write_bytes(key, out);
+    write_bytes(value, out);
+    write_varint(header_count as i32, out);
+    out.extend_from_slice(headers_raw);
     out.len() - before
 }
 

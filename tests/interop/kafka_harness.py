@@ -757,3 +757,64 @@ def describe_index(data: bytes | None, suffix: str, base: int) -> str:
             entries.append((int.from_bytes(e[:8], "big", signed=True), base + int.from_bytes(e[8:], "big")))
     shown = entries if len(entries) <= 6 else [*entries[:3], "...", *entries[-3:]]
     return f"{len(data)} bytes, {len(entries)} entries {shown}"
+
+
+# -- Kafka's cleaner (java/KafkaCleanerDriver.java) ------------------------------------------------
+
+
+@dataclasses.dataclass
+class KafkaCleanerRun:
+    """What one KafkaCleanerDriver invocation printed: one JSON object per run (``runs``), and
+    with ``--read true`` the log as Kafka's UnifiedLog.read returned it: ``batches`` as
+    (base offset, last offset, codec, max timestamp, is control, count, delete horizon or None)
+    and ``records`` as (offset, timestamp, key, value, headers)."""
+
+    runs: list[dict]
+    batches: list[tuple]
+    records: list[tuple]
+    log_start_offset: int | None
+    log_end_offset: int | None
+    stderr: str
+
+
+def run_kafka_cleaner(
+    jars: KafkaJars,
+    *args: str,
+    config: dict[str, str] | None = None,
+    timeout: float = 600,
+    jvm_opts: Sequence[str] = TOOL_JVM_OPTS,
+) -> KafkaCleanerRun:
+    """Runs KafkaCleanerDriver with ``args`` (e.g. "--dir", path, "--now-ms", "123") and each
+    ``config`` entry as ``--config key=value``; raises HarnessError if it fails."""
+    import json
+
+    cmd = [*args]
+    for k, v in (config or {}).items():
+        cmd += ["--config", f"{k}={v}"]
+    proc = jars.java("KafkaCleanerDriver", *cmd, timeout=timeout, jvm_opts=jvm_opts)
+    if proc.returncode != 0:
+        raise HarnessError(f"KafkaCleanerDriver failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+    runs: list[dict] = []
+    batches: list[tuple] = []
+    records: list[tuple] = []
+    start = end = None
+    for line in proc.stdout.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "cleaner-json":
+            runs.append(json.loads(rest))
+        elif kind == "B":
+            f = rest.split(" ")
+            batches.append(
+                (int(f[0]), int(f[1]), f[2], int(f[3]), f[4] == "true", None if f[5] == "null" else int(f[5]),
+                 None if f[6] == "-" else int(f[6]))
+            )  # fmt: skip
+        elif kind == "R":
+            f = rest.split(" ")
+            n = int(f[4])
+            headers = tuple(((_unhex(f[5 + 2 * i]) or b"").decode(), _unhex(f[6 + 2 * i])) for i in range(n))
+            records.append((int(f[0]), int(f[1]), _unhex(f[2]), _unhex(f[3]), headers))
+        elif kind == "E":
+            start, end = (int(x) for x in rest.split(" "))
+    if not runs:
+        raise HarnessError(f"KafkaCleanerDriver printed no result:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return KafkaCleanerRun(runs, batches, records, start, end, proc.stderr)

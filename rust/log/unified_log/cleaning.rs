@@ -119,10 +119,21 @@ impl UnifiedLog {
         let result = (|| {
             let dir = self.dir();
             for suffix in [".log", ".index", ".timeindex", ".txnindex"] {
-                let name = format!("{}{suffix}{CLEANED_FILE_SUFFIX}", crate::log::file_names::filename_prefix_from_offset(base_offset));
+                let name = format!(
+                    "{}{suffix}{CLEANED_FILE_SUFFIX}",
+                    crate::log::file_names::filename_prefix_from_offset(base_offset)
+                );
                 crate::util::file::delete_if_exists(&dir.join(name))?;
             }
-            LogSegment::open(dir, base_offset, &config, self.local.clock().clone(), CLEANED_FILE_SUFFIX, config.preallocate, false)
+            LogSegment::open(
+                dir,
+                base_offset,
+                &config,
+                self.local.clock().clone(),
+                CLEANED_FILE_SUFFIX,
+                config.preallocate,
+                false,
+            )
         })();
         self.handle_io(result)
     }
@@ -130,7 +141,12 @@ impl UnifiedLog {
     /// Swaps cleaned segments in for `old` under the log lock, through the crash-safe replace
     /// (`.cleaned` -> `.swap` -> live, old ones `.deleted`). Fails without touching the log if a
     /// truncation asked the clean to stop.
-    pub fn replace_segments(&self, guard: &CleaningGuard<'_>, new: &[Arc<LogSegment>], old: &[Arc<LogSegment>]) -> Result<()> {
+    pub fn replace_segments(
+        &self,
+        guard: &CleaningGuard<'_>,
+        new: &[Arc<LogSegment>],
+        old: &[Arc<LogSegment>],
+    ) -> Result<()> {
         if guard.abort_requested() {
             return Err(Error::LogCleaningAborted { partition: self.topic_partition().to_string() });
         }
