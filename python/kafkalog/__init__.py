@@ -20,7 +20,7 @@ from .exceptions import (
     RecordBatchTooLargeError,
 )
 from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, UnifiedLog
-from .manager import DirLoadSummary, DirRecoveryProgress, LogDirInfo, LogManager
+from .manager import CleanerStatus, CleanOutcome, DirLoadSummary, DirRecoveryProgress, LogDirInfo, LogManager
 from .records import (
     AppendInfo,
     ConsumerRecord,
@@ -48,6 +48,8 @@ __all__ = [
     "LogDirInfo",
     "DirLoadSummary",
     "DirRecoveryProgress",
+    "CleanerStatus",
+    "CleanOutcome",
     "DeletedSegment",
     "RetentionResult",
     "Record",

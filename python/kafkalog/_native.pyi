@@ -1,11 +1,12 @@
 # Hand-written stub of the Rust extension module; `make test` checks it with mypy.stubtest.
 import os
 from typing import Any, final
-from kafkalog.cleaner import CompactResult
+from kafkalog.cleaner import CleanerStats, CompactResult
 
 __all__ = [
     "UnifiedLog",
     "LogManager",
+    "CleanerStatus",
     "OwnedBuffer",
     "decode_batches",
     "build_batch",
@@ -123,7 +124,82 @@ class LogManager:
     def stray_dirs(self) -> list[str]: ...
     def dirs_pending_deletion(self) -> list[str]: ...
     def config(self) -> list[tuple[str, str]]: ...
+    def compact_now(self, topic: str, partition: int) -> CompactResult: ...
+    def cleaner_status(self, topic: str | None, partition: int | None) -> list[CleanerStatus]: ...
+    def cleaner_metrics(self) -> dict[str, int]: ...
+    def retry_uncleanable(self, topic: str | None, partition: int | None) -> list[tuple[str, int]]: ...
+    def run_cleaner_once(
+        self,
+    ) -> tuple[str, int, int, int, str, str | None, CleanerStats | None] | None: ...
+    def reconfigure_cleaner(self, config: list[tuple[str, str]]) -> list[tuple[str, str]]: ...
     def close(self, broker_epoch: int) -> None: ...
+
+@final
+class CleanerStatus:
+    """The compaction picture of one compacted partition (LogManager.cleaner_status)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def log_dir(self) -> str: ...
+    @property
+    def state(self) -> str:
+        """``none``, ``in-progress``, ``aborted`` or ``paused(n)``."""
+    @property
+    def pause_reasons(self) -> list[str]:
+        """Who paused the partition, one entry per pause still to be resumed."""
+    @property
+    def cleanup_policy(self) -> str: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    @property
+    def first_dirty_offset(self) -> int:
+        """Where the dirty section starts: the cleaner checkpoint, healed into the log."""
+    @property
+    def first_uncleanable_offset(self) -> int:
+        """Where the cleanable section ends (a segment base)."""
+    @property
+    def clean_bytes(self) -> int: ...
+    @property
+    def cleanable_bytes(self) -> int: ...
+    @property
+    def uncleanable_bytes(self) -> int:
+        """Bytes from the cleanable section's end to the log end."""
+    @property
+    def dirty_ratio(self) -> float:
+        """cleanable / (clean + cleanable): Kafka's cleanable ratio."""
+    @property
+    def min_cleanable_dirty_ratio(self) -> float: ...
+    @property
+    def max_compaction_delay_ms(self) -> int:
+        """How far past max.compaction.lag.ms the oldest dirty segment is (0 when not)."""
+    @property
+    def records_to_clean(self) -> int:
+        """Records in the cleanable section's segments (exact per segment; an upper bound)."""
+    @property
+    def passes_needed(self) -> int:
+        """ceil(records_to_clean / map_capacity): an upper bound, since duplicate keys share a
+        slot."""
+    @property
+    def map_capacity(self) -> int:
+        """Keys one pass of a cleaner thread's offset map holds."""
+    @property
+    def last_clean_ms(self) -> int | None: ...
+    @property
+    def last_clean_range(self) -> tuple[int, int] | None: ...
+    @property
+    def last_clean_stats(self) -> CleanerStats | None: ...
+    @property
+    def uncleanable_reason(self) -> str | None: ...
+    @property
+    def uncleanable_since_ms(self) -> int | None: ...
+    @property
+    def error(self) -> str | None:
+        """Why the sections could not be computed (they are then 0)."""
 
 @final
 class OwnedBuffer:

@@ -8,6 +8,14 @@ account. While open it runs retention, flushes and checkpoints on Kafka's schedu
 an I/O error while the others keep serving. ``close()`` flushes, writes the checkpoints and the
 ``.kafka_cleanshutdown`` marker, exactly as Kafka does, so Kafka can open the dirs afterwards.
 
+With ``log.cleaner.enable`` (the default) it also runs Kafka's log cleaner:
+``log.cleaner.threads`` threads named ``kafka-log-cleaner-thread-<n>`` (started here with the
+scheduler) compact the filthiest compacted partitions and give ``compact,delete`` topics their
+retention. :meth:`LogManager.compact_now`, :meth:`LogManager.cleaner_status`,
+:meth:`LogManager.cleaner_metrics`, :meth:`LogManager.retry_uncleanable`,
+:meth:`LogManager.run_cleaner_once` and :meth:`LogManager.reconfigure_cleaner` expose what
+Kafka keeps to itself.
+
 Broker keys keep Kafka's names: ``log.dirs``, ``log.retention.hours``, ``log.segment.bytes``,
 ``log.retention.check.interval.ms``, ``num.recovery.threads.per.data.dir``, ...
 """
@@ -20,10 +28,32 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 from . import _native
+from ._native import CleanerStatus
+from .cleaner import CleanerStats, CompactResult
 from .log import UnifiedLog, _config_pairs, _retention_result
 from .records import RetentionResult
 
-__all__ = ["LogManager", "LogDirInfo", "DirLoadSummary", "DirRecoveryProgress"]
+__all__ = ["LogManager", "LogDirInfo", "DirLoadSummary", "DirRecoveryProgress", "CleanerStatus", "CleanOutcome"]
+
+
+class CleanOutcome(NamedTuple):
+    """One iteration of a cleaner thread's loop (:meth:`LogManager.run_cleaner_once`): the
+    partition chosen and how its clean ended."""
+
+    topic: str
+    partition: int
+    first_dirty_offset: int
+    """The cleaner checkpoint the clean started from."""
+    end_offset: int
+    """The checkpoint it left (unchanged unless ``status`` is ``"cleaned"``)."""
+    status: str
+    """``cleaned``, ``aborted`` (paused, truncated or closed meanwhile), ``offline`` (the log
+    dir failed), ``uncleanable`` (the clean failed: the partition is skipped until retried) or
+    ``panicked`` (a bug: uncleanable too, and a cleaner thread would have died)."""
+    reason: str | None
+    """Why it was not cleaned."""
+    stats: CleanerStats | None
+    """Kafka's CleanerStats of the clean, when cleaned."""
 
 
 class DirRecoveryProgress(NamedTuple):
@@ -189,6 +219,57 @@ class LogManager:
     def time_ms(self) -> int | None:
         """The manual clock's time, or None on the system clock."""
         return self._m.time_ms
+
+    # -- log cleaner ------------------------------------------------------------------------
+
+    def compact_now(self, topic: str, partition: int) -> CompactResult:
+        """Compacts ``topic``-``partition`` now, through the cleaner's own bookkeeping: from its
+        ``cleaner-offset-checkpoint`` entry over the whole cleanable range (in as many passes as
+        the offset map needs), then the checkpoint moves to where the clean ended. Waits while a
+        cleaner thread cleans the partition. Raises IllegalStateError if its cleaning is paused
+        (the message says by what) or the partition is unknown, and InvalidConfigError if its
+        ``cleanup.policy`` lacks ``compact`` or ``log.cleaner.enable`` is false. A partition
+        marked uncleanable is tried anyway, and cleared on success."""
+        return self._m.compact_now(topic, partition)
+
+    def cleaner_status(self, topic: str | None = None, partition: int | None = None) -> list[CleanerStatus]:
+        """The compaction picture of every compacted partition (optionally of one topic or
+        partition), in topic-partition order: cleaning state, clean / cleanable / uncleanable
+        sections and dirty ratio, the last clean and its stats, why it is uncleanable or paused,
+        and the passes the current offset map needs."""
+        return self._m.cleaner_status(topic, partition)
+
+    def cleaner_metrics(self) -> dict[str, int]:
+        """Kafka's cleaner gauges by their names: ``max-dirty-percent``,
+        ``max-buffer-utilization-percent``, ``cleaner-recopy-percent``, ``max-clean-time-secs``,
+        ``max-compaction-delay-secs``, ``DeadThreadCount``, ``time-since-last-run-ms``,
+        ``uncleanable-partitions-count`` and ``uncleanable-bytes`` (summed, and per log dir as
+        ``<name>,logDirectory=<dir>``), plus ``dead-thread-restarts`` and ``threads``."""
+        return dict(self._m.cleaner_metrics())
+
+    def retry_uncleanable(self, topic: str | None = None, partition: int | None = None) -> list[tuple[str, int]]:
+        """Clears the uncleanable mark of the selected partitions (all by default) so the
+        cleaner tries them again; returns the partitions cleared. (A topic config change
+        retries its partitions by itself.)"""
+        return self._m.retry_uncleanable(topic, partition)
+
+    def run_cleaner_once(self) -> CleanOutcome | None:
+        """Runs one iteration of a cleaner thread's loop on this thread (for a manual clock):
+        cleans the filthiest compacted partition, if any is dirty enough, then runs retention
+        on the idle compacted partitions. None when nothing needed cleaning."""
+        raw = self._m.run_cleaner_once()
+        return None if raw is None else CleanOutcome(*raw)
+
+    def reconfigure_cleaner(self, config: Mapping[str, Any]) -> dict[str, str]:
+        """Changes the cleaner at run time, as Kafka's dynamic broker config does:
+        ``log.cleaner.threads`` (at least half, at most double the current count),
+        ``log.cleaner.dedupe.buffer.size``, ``log.cleaner.io.buffer.load.factor``,
+        ``log.cleaner.io.buffer.size``, ``log.cleaner.io.max.bytes.per.second`` and
+        ``log.cleaner.backoff.ms``. Each value is checked against its key's range
+        (InvalidConfigError names key, value and the rule); then the throttle changes at once
+        and the threads are replaced by new ones with the new sizes. Returns the cleaner's keys
+        after the change."""
+        return dict(self._m.reconfigure_cleaner(_config_pairs(config)))
 
     # -- log dirs ---------------------------------------------------------------------------
 

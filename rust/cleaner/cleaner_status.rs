@@ -27,7 +27,8 @@ pub struct StatusFilter {
 }
 
 impl StatusFilter {
-    fn matches(&self, tp: &TopicPartition) -> bool {
+    /// Whether `tp` is selected.
+    pub fn matches(&self, tp: &TopicPartition) -> bool {
         self.topic.as_ref().is_none_or(|t| *t == tp.topic) && self.partition.is_none_or(|p| p == tp.partition)
     }
 }

@@ -626,11 +626,16 @@ impl LogCleanerManager {
     /// Clears the uncleanable mark of `tp`, or of every partition when `None`; returns the
     /// partitions that will be retried.
     pub fn retry_uncleanable(&self, tp: Option<&TopicPartition>) -> Vec<TopicPartition> {
+        self.retry_uncleanable_where(&|t| tp.is_none_or(|want| want == t))
+    }
+
+    /// Clears the uncleanable mark of every partition `select` accepts; returns them.
+    pub fn retry_uncleanable_where(&self, select: &dyn Fn(&TopicPartition) -> bool) -> Vec<TopicPartition> {
         let mut state = self.state.lock();
         let mut retried = Vec::new();
         for marks in state.uncleanable.values_mut() {
             marks.retain(|t, _| {
-                let hit = tp.is_none_or(|want| want == t);
+                let hit = select(t);
                 if hit {
                     retried.push(t.clone());
                 }

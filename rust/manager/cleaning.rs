@@ -114,6 +114,11 @@ impl LogManager {
         Ok(self.cleaner_or_err()?.manager().retry_uncleanable(tp))
     }
 
+    /// Clears the uncleanable mark of every partition `filter` selects; returns them.
+    pub fn retry_uncleanable_matching(&self, filter: &StatusFilter) -> Result<Vec<TopicPartition>> {
+        Ok(self.cleaner_or_err()?.manager().retry_uncleanable_where(&|tp| filter.matches(tp)))
+    }
+
     /// Runs one iteration of a cleaner thread's loop on this thread (for a manual clock): the
     /// filthiest log is cleaned, then retention runs on the idle compacted logs. `None` when no
     /// log needed cleaning.
@@ -149,6 +154,23 @@ impl LogManager {
         }
         cleaner.reconfigure(&scratch.cleaner)?;
         Ok(scratch.cleaner)
+    }
+}
+
+impl LogManager {
+    /// The `log.cleaner.*` keys of the running cleaner with their current values (after any
+    /// reconfiguration), as Kafka prints them; empty without a cleaner.
+    pub fn cleaner_props(&self) -> Vec<(String, String)> {
+        let Some(cleaner) = &self.inner.cleaner else { return Vec::new() };
+        let mut config = self.inner.config.clone();
+        config.cleaner = cleaner.current_config();
+        config
+            .to_props()
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("log.cleaner.") && !matches!(*k, "log.cleaner.enable"))
+            .filter(|(k, _)| RECONFIGURABLE_CLEANER_KEYS.contains(k))
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
     }
 }
 

@@ -11,7 +11,12 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 use pyo3::prelude::*;
 
+use pyo3::types::PyDict;
+
+use super::cleaner::compact_result_to_py;
+use super::cleaner_status::{metrics_to_py, outcome_to_py, PyCleanerStatus, PyOutcome};
 use super::errors::{run, to_py_err};
+use crate::cleaner::cleaner_status::StatusFilter;
 use super::log::{retention_tuple, PyRetention, PyUnifiedLog};
 use crate::checkpoint::partition_metadata::TopicId;
 use crate::config::LogConfig;
@@ -264,6 +269,66 @@ impl PyLogManager {
 
     fn config(&self) -> Vec<(String, String)> {
         self.inner.config().to_props().into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+
+    /// Compacts `topic`-`partition` now through the cleaner's states (see
+    /// `LogManager::compact_now`).
+    fn compact_now<'py>(&self, py: Python<'py>, topic: String, partition: i32) -> PyResult<Bound<'py, PyAny>> {
+        let manager = self.inner.clone();
+        let tp = TopicPartition::new(topic, partition);
+        let name = tp.to_string();
+        let result = run(py, move || manager.compact_now(&tp))?;
+        let thread_id = self.inner.log_cleaner().map_or(0, |c| c.thread_count());
+        compact_result_to_py(py, &result, thread_id, &name)
+    }
+
+    #[pyo3(signature = (topic, partition))]
+    fn cleaner_status(
+        &self,
+        py: Python<'_>,
+        topic: Option<String>,
+        partition: Option<i32>,
+    ) -> PyResult<Vec<PyCleanerStatus>> {
+        let manager = self.inner.clone();
+        let filter = StatusFilter { topic, partition };
+        let statuses = run(py, move || manager.cleaner_status(&filter))?;
+        statuses.into_iter().map(|s| PyCleanerStatus::new(py, s)).collect()
+    }
+
+    fn cleaner_metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let manager = self.inner.clone();
+        let metrics = run(py, move || manager.cleaner_metrics())?;
+        metrics_to_py(py, &metrics)
+    }
+
+    #[pyo3(signature = (topic, partition))]
+    fn retry_uncleanable(
+        &self,
+        py: Python<'_>,
+        topic: Option<String>,
+        partition: Option<i32>,
+    ) -> PyResult<Vec<(String, i32)>> {
+        let manager = self.inner.clone();
+        let filter = StatusFilter { topic, partition };
+        let retried = run(py, move || manager.retry_uncleanable_matching(&filter))?;
+        Ok(retried.into_iter().map(|tp| (tp.topic, tp.partition)).collect())
+    }
+
+    fn run_cleaner_once(&self, py: Python<'_>) -> PyResult<Option<PyOutcome>> {
+        let manager = self.inner.clone();
+        let outcome = run(py, move || manager.run_cleaner_once())?;
+        outcome.map(|o| outcome_to_py(py, &o)).transpose()
+    }
+
+    /// Applies `log.cleaner.*` keys at run time; returns the cleaner's keys after the change.
+    #[allow(clippy::needless_pass_by_value)]
+    fn reconfigure_cleaner(&self, py: Python<'_>, config: Vec<(String, String)>) -> PyResult<Vec<(String, String)>> {
+        let manager = self.inner.clone();
+        run(py, move || {
+            let pairs: Vec<(&str, &str)> = config.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            manager.reconfigure_cleaner_props(&pairs)?;
+            Ok(manager.cleaner_props())
+        })
     }
 
     fn close(&self, py: Python<'_>, broker_epoch: i64) -> PyResult<()> {

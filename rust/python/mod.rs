@@ -6,6 +6,7 @@ mod batches;
 mod buffer;
 mod checkpoints;
 mod cleaner;
+mod cleaner_status;
 mod decode;
 mod errors;
 mod fault;
@@ -26,6 +27,7 @@ fn decode_batches(py: Python<'_>, data: pyo3::pybacked::PyBackedBytes) -> PyResu
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<log::PyUnifiedLog>()?;
     m.add_class::<manager::PyLogManager>()?;
+    m.add_class::<cleaner_status::PyCleanerStatus>()?;
     m.add_class::<buffer::OwnedBuffer>()?;
     m.add_function(wrap_pyfunction!(decode_batches, m)?)?;
     m.add_function(wrap_pyfunction!(batches::build_batch, m)?)?;
