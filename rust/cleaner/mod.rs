@@ -13,6 +13,7 @@ pub mod cleaner;
 pub mod cleaner_stats;
 pub mod filter;
 pub mod log_to_clean;
+pub mod md5x8;
 pub mod offset_map;
 pub mod producer_scan;
 pub mod throttler;
