@@ -55,8 +55,10 @@ fmt:
 bench: $(NATIVE_STAMP)
 	cargo bench --bench log_bench
 	cargo bench --bench recovery_bench
+	cargo bench --bench cleaner_bench
 	$(PY) benches/bench_python.py
 	$(PY) benches/bench_recovery.py
+	$(PY) benches/bench_cleaner.py
 
 bench-python: $(NATIVE_STAMP)
 	$(PY) benches/bench_python.py
@@ -68,6 +70,7 @@ bench-python: $(NATIVE_STAMP)
 bench-kafka: $(NATIVE_STAMP)
 	$(PY) benches/bench_kafka.py
 	$(PY) benches/bench_recovery.py --kafka
+	$(PY) benches/bench_cleaner.py --kafka
 
 fuzz:
 	PROPTEST_CASES=200000 cargo test --release --quiet fuzz_

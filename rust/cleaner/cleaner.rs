@@ -10,7 +10,8 @@ use std::time::{Duration, UNIX_EPOCH};
 use super::cleaner_stats::CleanerStats;
 use super::filter::{AbortedTxn, CleanedTransactionMetadata, CleanerFilter, LastRecord};
 use super::log_to_clean::{cleanable_offsets, LogToClean};
-use super::offset_map::{hash_key, KeyHash, SkimpyOffsetMap};
+use super::md5x8::hash_record_keys;
+use super::offset_map::{KeyHash, SkimpyOffsetMap};
 use super::producer_scan::ProducerScan;
 use super::throttler::Throttler;
 use crate::error::{Error, Result};
@@ -51,8 +52,9 @@ struct IoBuffers {
     read: Vec<u8>,
     out: Vec<u8>,
     scratch: Vec<u8>,
-    /// Pass 1: (offset, key hash) of the records of one batch.
-    keyed: Vec<(i64, Option<KeyHash>)>,
+    /// Key digests of one batch's records, and scratch for computing them.
+    hashes: Vec<Option<KeyHash>>,
+    digests: Vec<KeyHash>,
     builder: BatchBuilder,
     base_size: usize,
     max_size: usize,
@@ -64,7 +66,8 @@ impl IoBuffers {
             read: vec![0; size],
             out: Vec::with_capacity(size),
             scratch: Vec::new(),
-            keyed: Vec::new(),
+            hashes: Vec::new(),
+            digests: Vec::new(),
             builder: BatchBuilder::new(BatchHeader::default()),
             base_size: size,
             max_size,
@@ -337,27 +340,28 @@ impl Cleaner {
                 } else if txn.on_batch_read(&batch) {
                     stats.map_messages_read += batch.record_count()?;
                 } else {
-                    // Hash the batch's keys first and prefetch their slots, then insert: the
-                    // map lookups then overlap instead of waiting on memory one by one.
-                    let map = &mut self.map;
-                    let keyed = &mut self.bufs.keyed;
-                    keyed.clear();
+                    // Hash the batch's keys first (eight at a time) and prefetch their slots,
+                    // then insert: the map lookups then overlap instead of waiting on memory one
+                    // by one.
+                    let mut records = Vec::new();
                     batch
                         .for_each_record(&mut self.bufs.scratch, |r| {
-                            let hash = r.key.filter(|_| r.offset >= start).map(hash_key);
-                            if let Some(h) = &hash {
-                                map.prefetch(h);
-                            }
-                            keyed.push((r.offset, hash));
+                            records.push(r);
                             Ok(())
                         })
                         .map_err(|e| e.with_position_offset(at as u64).in_file(&path, position))?;
-                    for (offset, hash) in keyed.iter() {
+                    let mut keys = Vec::new();
+                    let hashes = &mut self.bufs.hashes;
+                    hash_record_keys(&records, |r| r.offset >= start, &mut keys, &mut self.bufs.digests, hashes);
+                    for h in hashes.iter().flatten() {
+                        self.map.prefetch(h);
+                    }
+                    for (r, hash) in records.iter().zip(hashes.iter()) {
                         if let Some(h) = hash {
-                            if map.size() >= max_desired {
+                            if self.map.size() >= max_desired {
                                 return Ok(true);
                             }
-                            map.put_hash(h, *offset)?;
+                            self.map.put_hash(h, r.offset)?;
                         }
                         stats.map_messages_read += 1;
                     }

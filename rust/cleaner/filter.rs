@@ -23,7 +23,8 @@
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use super::cleaner_stats::CleanerStats;
-use super::offset_map::{hash_key, KeyHash, SkimpyOffsetMap};
+use super::md5x8::hash_record_keys;
+use super::offset_map::{KeyHash, SkimpyOffsetMap};
 use crate::config::TimestampType;
 use crate::error::{Error, Result};
 use crate::record::batch::MAGIC_V2;
@@ -267,6 +268,7 @@ impl CleanerFilter<'_> {
         let mut result = FilterResult { max_offset: -1, ..FilterResult::default() };
         let mut retained_flags: Vec<bool> = Vec::new();
         let mut hashes: Vec<Option<KeyHash>> = Vec::new();
+        let mut digests: Vec<KeyHash> = Vec::new();
         for item in crate::record::records::BatchIter::new(chunk) {
             let (position, batch) = item?;
             let (retention, discard_records, marker_for_empty_txn) =
@@ -288,18 +290,17 @@ impl CleanerFilter<'_> {
             let mut max_offset = -1i64;
             let is_control = batch.is_control();
             // Hash the keys that need a lookup and prefetch their slots first.
-            hashes.clear();
             let latest = self.map.latest_offset();
-            for r in &records {
-                let hash = r.key.filter(|_| !discard_records && !is_control && r.offset <= latest).map(hash_key);
-                if let Some(h) = &hash {
-                    self.map.prefetch(h);
-                }
-                hashes.push(hash);
+            let mut keys = Vec::new();
+            let lookup = !discard_records && !is_control;
+            hash_record_keys(&records, |r| lookup && r.offset <= latest, &mut keys, &mut digests, &mut hashes);
+            for h in hashes.iter().flatten() {
+                self.map.prefetch(h);
             }
             for (r, hash) in records.iter().zip(&hashes) {
                 let keep = !discard_records
-                    && (is_control || self.should_retain_record(&batch, r.offset, hash.as_ref(), r.value.is_some(), stats));
+                    && (is_control
+                        || self.should_retain_record(&batch, r.offset, hash.as_ref(), r.value.is_some(), stats));
                 if keep {
                     max_offset = max_offset.max(r.offset);
                     contains_tombstones |= r.value.is_none();

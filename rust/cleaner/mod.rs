@@ -20,6 +20,7 @@ pub mod filter;
 pub mod log_cleaner;
 pub mod log_cleaner_manager;
 pub mod log_to_clean;
+pub mod md5x8;
 pub mod offset_map;
 pub mod producer_scan;
 pub mod throttler;

@@ -767,11 +767,13 @@ class KafkaCleanerRun:
     """What one KafkaCleanerDriver invocation printed: one JSON object per run (``runs``), and
     with ``--read true`` the log as Kafka's UnifiedLog.read returned it: ``batches`` as
     (base offset, last offset, codec, max timestamp, is control, count, delete horizon or None)
-    and ``records`` as (offset, timestamp, key, value, headers)."""
+    and ``records`` as (offset, timestamp, key, value, headers) (those of control batches, the
+    transaction markers, in ``control_records``)."""
 
     runs: list[dict]
     batches: list[tuple]
     records: list[tuple]
+    control_records: list[tuple]
     log_start_offset: int | None
     log_end_offset: int | None
     stderr: str
@@ -797,6 +799,7 @@ def run_kafka_cleaner(
     runs: list[dict] = []
     batches: list[tuple] = []
     records: list[tuple] = []
+    control: list[tuple] = []
     start = end = None
     for line in proc.stdout.splitlines():
         kind, _, rest = line.partition(" ")
@@ -812,9 +815,11 @@ def run_kafka_cleaner(
             f = rest.split(" ")
             n = int(f[4])
             headers = tuple(((_unhex(f[5 + 2 * i]) or b"").decode(), _unhex(f[6 + 2 * i])) for i in range(n))
-            records.append((int(f[0]), int(f[1]), _unhex(f[2]), _unhex(f[3]), headers))
+            (control if batches and batches[-1][4] else records).append(
+                (int(f[0]), int(f[1]), _unhex(f[2]), _unhex(f[3]), headers)
+            )
         elif kind == "E":
             start, end = (int(x) for x in rest.split(" "))
     if not runs:
         raise HarnessError(f"KafkaCleanerDriver printed no result:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return KafkaCleanerRun(runs, batches, records, start, end, proc.stderr)
+    return KafkaCleanerRun(runs, batches, records, control, start, end, proc.stderr)

@@ -32,9 +32,10 @@
 // One run: UnifiedLog.create on the directory (clean shutdown assumed, so no recovery), high
 // watermark set to the log end offset (a leader with no followers), the cleanable range from
 // LogCleanerManager.cleanableOffsets (the log start or --first-dirty up to min(last stable
-// offset, active segment base, the min.compaction.lag.ms rule)), then Cleaner.doClean passes, each
-// starting where the previous one ended, until the first uncleanable offset is reached (what a
-// broker's cleaner thread does over several rounds, with the cleaner checkpoint in between). Only
+// offset, active segment base, the min.compaction.lag.ms rule), which LogToClean aligns down to a
+// segment base), then Cleaner.doClean passes, each starting where the previous one ended and with
+// that range computed again, until nothing is left to clean (what a broker's cleaner thread does
+// over several rounds, with the cleaner checkpoint in between; the dirty ratio aside). Only
 // doClean is timed (System.nanoTime); opening and closing the log are not. After the close, the
 // *.deleted files of the replaced segments are unlinked (a broker's scheduler does that after
 // file.delete.delay.ms).
@@ -45,10 +46,10 @@
 //
 // Output on stdout: one line per run starting with "cleaner-json " followed by a JSON object:
 //   {"label", "run", "warmup", "dir", "first_dirty_offset", "first_uncleanable_offset", "end_offset",
-//    "passes": [{"first_dirty_offset", "end_offset", "secs", "bytes_read", "bytes_written",
+//    "passes": [{"first_dirty_offset", "end_offset", "secs", "cpu_secs", "bytes_read", "bytes_written",
 //                "map_bytes_read", "map_messages_read", "messages_read", "messages_written",
 //                "invalid_messages_read", "buffer_utilization", "elapsed_secs", "elapsed_index_secs"}],
-//    "secs", "bytes_read", "bytes_written", "messages_read", "messages_written", "map_bytes",
+//    "secs", "cpu_secs", "bytes_read", "bytes_written", "messages_read", "messages_written", "map_bytes",
 //    "map_slots", "heap_used_bytes", "heap_peak_bytes"}
 // With --read true, after the JSON line (fields separated by single spaces, bytes as lowercase
 // hex, "-" = null, "=" = empty):
@@ -84,6 +85,7 @@ import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
+import java.lang.management.ThreadMXBean;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
@@ -101,6 +103,7 @@ public class KafkaCleanerDriver {
 
     static Map<String, String> flags = new HashMap<>();
     static boolean REBUILD_PRODUCER_STATE = false;
+    static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
     static Map<String, String> topicConfig = new HashMap<>();
 
     static long flagLong(String name, long dflt) {
@@ -185,33 +188,41 @@ public class KafkaCleanerDriver {
             long maxPasses = flagLong("max-passes", Long.MAX_VALUE);
             List<String> passes = new ArrayList<>();
             double totalSecs = 0;
+            double totalCpuSecs = 0;
             long bytesRead = 0, bytesWritten = 0, messagesRead = 0, messagesWritten = 0;
             long dirty = firstDirty;
-            long uncleanable = firstUncleanable;
-            for (long pass = 0; pass < maxPasses && dirty < uncleanable; pass++) {
-                LogToClean toClean = new LogToClean(log, dirty, uncleanable, false);
+            for (long pass = 0; pass < maxPasses; pass++) {
+                // What the broker computes before each round, from the checkpoint the previous
+                // round left: LogToClean aligns the first uncleanable offset down to the base of
+                // the segment holding it (calculateCleanableBytes), and doClean stops there.
+                long[] offsets = cleanableOffsets(log, Optional.of(dirty), now);
+                LogToClean toClean = new LogToClean(log, offsets[0], offsets[1], false);
+                firstUncleanable = toClean.firstUncleanableOffset();
+                if (toClean.cleanableBytes() == 0 || dirty >= firstUncleanable) break;
+                long cpu0 = THREADS.getCurrentThreadCpuTime();
                 long t0 = System.nanoTime();
                 Map.Entry<Long, CleanerStats> result = cleaner.doClean(toClean, now);
                 double secs = (System.nanoTime() - t0) / 1e9;
+                double cpuSecs = (THREADS.getCurrentThreadCpuTime() - cpu0) / 1e9;
                 long end = result.getKey();
                 CleanerStats s = result.getValue();
                 totalSecs += secs;
+                totalCpuSecs += cpuSecs;
                 bytesRead += s.bytesRead();
                 bytesWritten += s.bytesWritten();
                 messagesRead += s.messagesRead();
                 messagesWritten += s.messagesWritten();
                 passes.add(String.format(Locale.ROOT,
-                    "{\"first_dirty_offset\":%d,\"end_offset\":%d,\"secs\":%.6f,\"bytes_read\":%d,"
+                    "{\"first_dirty_offset\":%d,\"end_offset\":%d,\"secs\":%.6f,\"cpu_secs\":%.6f,\"bytes_read\":%d,"
                         + "\"bytes_written\":%d,\"map_bytes_read\":%d,\"map_messages_read\":%d,\"messages_read\":%d,"
                         + "\"messages_written\":%d,\"invalid_messages_read\":%d,\"buffer_utilization\":%.6f,"
                         + "\"elapsed_secs\":%.3f,\"elapsed_index_secs\":%.3f}",
-                    dirty, end, secs, s.bytesRead(), s.bytesWritten(), mapBytesRead(s), s.mapMessagesRead(),
+                    dirty, end, secs, cpuSecs, s.bytesRead(), s.bytesWritten(), mapBytesRead(s), s.mapMessagesRead(),
                     s.messagesRead(), s.messagesWritten(), s.invalidMessagesRead(), s.bufferUtilization(),
                     s.elapsedSecs(), s.elapsedIndexSecs()));
                 if (end <= dirty) throw new IllegalStateException("no progress: pass from " + dirty + " ended at " + end);
                 dirty = end;
-                // What the broker's next round would compute from the new checkpoint.
-                uncleanable = Math.max(uncleanable, cleanableOffsets(log, Optional.of(dirty), now)[1]);
+                if (end >= firstUncleanable) break;
             }
             long heapUsed = 0, heapPeak = 0;
             for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
@@ -222,11 +233,11 @@ public class KafkaCleanerDriver {
             }
             json.append(String.format(Locale.ROOT,
                 "{\"label\":\"%s\",\"run\":%d,\"warmup\":%b,\"dir\":\"%s\",\"now_ms\":%d,\"first_dirty_offset\":%d,"
-                    + "\"first_uncleanable_offset\":%d,\"end_offset\":%d,\"passes\":[%s],\"secs\":%.6f,"
+                    + "\"first_uncleanable_offset\":%d,\"end_offset\":%d,\"passes\":[%s],\"secs\":%.6f,\"cpu_secs\":%.6f,"
                     + "\"bytes_read\":%d,\"bytes_written\":%d,\"messages_read\":%d,\"messages_written\":%d,"
                     + "\"map_bytes\":%d,\"map_slots\":%d,\"heap_used_bytes\":%d,\"heap_peak_bytes\":%d}",
                 label.replace("\"", "'"), run, warmup, dir.getPath().replace("\\", "/").replace("\"", "'"), now,
-                firstDirty, firstUncleanable, dirty, String.join(",", passes), totalSecs, bytesRead, bytesWritten,
+                firstDirty, firstUncleanable, dirty, String.join(",", passes), totalSecs, totalCpuSecs, bytesRead, bytesWritten,
                 messagesRead, messagesWritten, mapBytes, map.slots(), heapUsed, heapPeak));
             out.println("cleaner-json " + json);
             if (read) readAll(log, out);

@@ -1,0 +1,416 @@
+"""Log compaction throughput: ``kafkalog.UnifiedLog.compact_now`` on one cleaner thread, optionally
+beside Apache Kafka's own cleaner on copies of the same partition directory (``--kafka``, which
+``make bench-kafka`` passes).
+
+Goal (issue 5): at least 5x Kafka's cleaner per thread, and two partitions cleaned by two threads
+at least 1.8x faster than by one thread in turn.
+
+Scenarios (uncompressed, 16-byte keys, 100-byte values, 128-record batches of ~16 KiB, the
+default 1 GiB segments, a 128 MiB offset map = log.cleaner.dedupe.buffer.size with one cleaner
+thread, so about 5.03 M keys a pass):
+
+- ``1M keys``: 1,000,000 distinct keys, each written twice (2 M records, ~250 MB): one pass;
+- ``10M keys``: 10,000,000 keys written once, then 3,000,000 of them again (13 M records,
+  ~1.6 GB): the map holds about half the keys, so three passes, each recopying the log from
+  its start (Kafka's algorithm; kafkalog follows it).
+
+``--quick`` (smoke runs) replaces them with 200,000 keys written twice, cleaned once with the
+128 MiB map and once with a 2 MiB map (several passes).
+
+Each scenario's input is written once through kafkalog (follower appends of ready-made batches,
+then a roll, so all of it is cleanable); every timed run cleans a fresh copy of it (copied and
+``os.sync()``-ed outside the clock, so the page cache is warm and no write-back is pending). A run
+of kafkalog times ``compact_now(dedupe_buffer_size=...)`` on an open log (the open and the close
+are outside the clock; the call allocates its own map, inside the clock); a run of Kafka
+(tests/interop/java/KafkaCleanerDriver.java, the JVM options of a broker: BENCH_JVM_OPTS) times
+``Cleaner.doClean`` passes over the same range, with one Cleaner and map reused across runs as a
+cleaner thread does. Both report passes, records kept and bytes; the script checks that both did
+the same work (same passes, end offset, records read and written). Figures: median of ``--runs``
+timed runs after ``--warmup`` untimed ones. Rates: cleanable input (MB = 10^6 bytes of .log, and
+records) per second of the whole clean.
+
+Memory: the map's bytes per slot (24 by construction: an MD5 digest and an offset) and the
+Python process's resident-set growth during compact_now (sampled every 5 ms), per key held in the
+map. For Kafka, the JVM's peak heap (it holds the map on-heap).
+
+Concurrency: two partitions (copies of the first scenario's input), cleaned by one thread one
+after the other, then by two Python threads each calling compact_now on its own log (the call
+releases the GIL), on fresh copies each time.
+
+Run with ``make bench`` (kafkalog only, full sizes: about 3 minutes and 8 GB of scratch space at
+peak) or ``make bench-kafka`` (beside Kafka: about 10 minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import kafkalog
+from kafkalog import _native
+
+ROOT = Path(__file__).resolve().parents[1]
+TOPIC_CONFIG = {"cleanup.policy": "compact"}  # Kafka's defaults otherwise (segment.bytes 1 GiB)
+MAP_BYTES = 128 * 1024 * 1024
+RECORDS_PER_BATCH = 128
+VALUE_BYTES = 100
+BASE_TS = 1_700_000_000_000
+NOW_MS = BASE_TS + 86_400_000
+PERMUTATION_STEP = 7919  # a prime: i -> (i * 7919 + shift) % keys is a permutation for keys = 2^a 5^b
+GOAL_RATIO = 5.0
+GOAL_SPEEDUP = 1.8
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    name: str
+    keys: int
+    writes_per_key: float
+    map_bytes: int = MAP_BYTES
+
+    @property
+    def records(self) -> int:
+        return int(self.keys * self.writes_per_key)
+
+
+FULL = [Scenario("1M keys", 1_000_000, 2.0), Scenario("10M keys", 10_000_000, 1.3)]
+QUICK = [Scenario("200K keys", 200_000, 2.0), Scenario("200K keys, 2 MiB map", 200_000, 2.0, 2 * 1024 * 1024)]
+APPROX_RECORD_BYTES = 127  # on disk, with the batch header share
+
+
+# -- the input -------------------------------------------------------------------------------------
+
+
+def write_input(path: Path, keys: int, writes_per_key: float) -> tuple[int, int]:
+    """Writes the scenario's partition directory; returns (records, .log bytes)."""
+    pool = bytes((i * 131 + 7) % 251 for i in range(8192))
+    total = int(keys * writes_per_key)
+    offset = 0
+    with kafkalog.UnifiedLog.open(path, TOPIC_CONFIG) as log:
+        round_ = 0
+        while offset < total:
+            shift = round_ * 104_729
+            in_round = min(keys, total - offset)
+            for start in range(0, in_round, RECORDS_PER_BATCH):
+                rows = []
+                for i in range(start, min(start + RECORDS_PER_BATCH, in_round)):
+                    k = (i * PERMUTATION_STEP + shift) % keys
+                    v = (offset * 37) % (len(pool) - VALUE_BYTES)
+                    rows.append((offset, BASE_TS + offset, b"key-%012d" % k, pool[v : v + VALUE_BYTES], []))
+                    offset += 1
+                raw = _native.build_batch(rows[0][0], rows, "none", -1, -1, -1, False, 0, None)
+                log.append_as_follower(raw)
+            round_ += 1
+        log.roll()  # everything cleanable
+        size = sum(s.size for s in log.segments)
+    return total, size
+
+
+def copy_partition(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)  # copy2: file times kept
+    return dst
+
+
+# -- kafkalog --------------------------------------------------------------------------------------
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class RssSampler:
+    """Peak resident set size above the level at start, sampled every 5 ms on a thread."""
+
+    def __init__(self) -> None:
+        self.base = rss_bytes()
+        self.peak = self.base
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, rss_bytes())
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss_bytes())
+
+    @property
+    def delta(self) -> int:
+        return self.peak - self.base
+
+
+@dataclasses.dataclass
+class Run:
+    secs: float
+    cpu_secs: float  # CPU time of the cleaning thread (no I/O waits, fsyncs included)
+    passes: list[tuple[int, int]]
+    end_offset: int
+    messages_read: int
+    messages_written: int
+    bytes_read: int
+    map_bytes_read: int
+    kept: int  # records the last pass wrote: what the log holds below its end offset
+    rss_delta: int = 0  # kafkalog
+    heap_peak: int = 0  # Kafka
+
+
+def kafkalog_once(path: Path, map_bytes: int) -> Run:
+    with kafkalog.UnifiedLog.open(path, TOPIC_CONFIG) as log:
+        with RssSampler() as rss:
+            c0, t0 = time.thread_time(), time.perf_counter()
+            result = log.compact_now(dedupe_buffer_size=map_bytes, time_ms=NOW_MS)
+            secs, cpu = time.perf_counter() - t0, time.thread_time() - c0
+    s = result.stats
+    return Run(
+        secs, cpu, [(p.first_dirty_offset, p.end_offset) for p in result.passes], result.end_offset, s.messages_read,
+        s.messages_written, s.bytes_read, s.map_bytes_read, result.passes[-1].stats.messages_written,
+        rss_delta=rss.delta,
+    )  # fmt: skip
+
+
+def kafkalog_runs(src: Path, work: Path, map_bytes: int, warmup: int, runs: int) -> list[Run]:
+    out = []
+    for i in range(warmup + runs):
+        d = copy_partition(src, work / f"kafkalog-run{i}" / src.name)
+        os.sync()
+        r = kafkalog_once(d, map_bytes)
+        shutil.rmtree(d.parent)
+        if i >= warmup:
+            out.append(r)
+    return out
+
+
+# -- Kafka -----------------------------------------------------------------------------------------
+
+
+def kafka_runs(classpath: str, src: Path, work: Path, map_bytes: int, warmup: int, runs: int, label: str) -> list[Run]:
+    from kafka_harness import BENCH_JVM_OPTS  # type: ignore[import-not-found]
+    import json
+
+    dirs = [copy_partition(src, work / f"kafka-run{i}" / src.name) for i in range(warmup + runs)]
+    os.sync()
+    cmd = [
+        "java", *BENCH_JVM_OPTS, "-cp", classpath, "KafkaCleanerDriver",
+        "--dir", ",".join(str(d) for d in dirs), "--warmup", str(warmup), "--now-ms", str(NOW_MS),
+        "--map-bytes", str(map_bytes), "--io-buffer-bytes", str(524288 // 2), "--label", label,
+        "--config", "cleanup.policy=compact",
+    ]  # fmt: skip
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=7200, check=False, stdin=subprocess.DEVNULL)
+    finally:
+        for d in dirs:
+            shutil.rmtree(d.parent, ignore_errors=True)
+    results = [json.loads(line.split(" ", 1)[1]) for line in proc.stdout.splitlines() if line.startswith("cleaner-json ")]
+    if proc.returncode != 0 or len(results) != warmup + runs:
+        raise SystemExit(f"KafkaCleanerDriver failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    out = []
+    for j in results:
+        if j["warmup"]:
+            continue
+        p = j["passes"]
+        out.append(Run(
+            j["secs"], j["cpu_secs"], [(x["first_dirty_offset"], x["end_offset"]) for x in p], j["end_offset"],
+            j["messages_read"], j["messages_written"], j["bytes_read"], sum(x["map_bytes_read"] for x in p),
+            p[-1]["messages_written"], heap_peak=j["heap_peak_bytes"],
+        ))  # fmt: skip
+    return out
+
+
+# -- two partitions --------------------------------------------------------------------------------
+
+
+def two_partitions(src: Path, work: Path, map_bytes: int, runs: int) -> tuple[list[float], list[float]]:
+    seq, conc = [], []
+    for i in range(runs + 1):  # the first of each: warm-up
+        for mode, times in (("seq", seq), ("conc", conc)):
+            dirs = [copy_partition(src, work / f"{mode}{i}-p{p}" / src.name) for p in (0, 1)]
+            os.sync()
+            logs = [kafkalog.UnifiedLog.open(d, TOPIC_CONFIG) for d in dirs]
+            errors: list[BaseException] = []
+
+            def clean(log: kafkalog.UnifiedLog) -> None:
+                try:
+                    log.compact_now(dedupe_buffer_size=map_bytes, time_ms=NOW_MS)
+                except BaseException as e:  # noqa: BLE001 (reported below)
+                    errors.append(e)
+
+            t0 = time.perf_counter()
+            if mode == "seq":
+                for log in logs:
+                    clean(log)
+            else:
+                threads = [threading.Thread(target=clean, args=(log,)) for log in logs]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+            elapsed = time.perf_counter() - t0
+            for log in logs:
+                log.close()
+            for d in dirs:
+                shutil.rmtree(d.parent)
+            if errors:
+                raise errors[0]
+            if i > 0:
+                times.append(elapsed)
+    return seq, conc
+
+
+# -- main ------------------------------------------------------------------------------------------
+
+
+def check_same_work(name: str, a: Run, b: Run) -> None:
+    mine = (a.passes, a.end_offset, a.messages_read, a.messages_written, a.kept)
+    theirs = (b.passes, b.end_offset, b.messages_read, b.messages_written, b.kept)
+    if mine != theirs:
+        raise SystemExit(f"{name}: kafkalog and Kafka did different work: {mine} vs {theirs}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="200K-key scenarios instead of 1M and 10M (smoke runs)")
+    ap.add_argument("--kafka", action="store_true", help="also run Kafka's cleaner (needs java, javac, mvn)")
+    ap.add_argument("--runs", type=int, default=3, help="timed runs per scenario and side (default: %(default)s)")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed runs first, each side (default: %(default)s)")
+    ap.add_argument("--big-warmup", type=int, default=0,
+                    help="warm-up runs for scenarios over 5 M records (default: %(default)s; a run takes a while "
+                         "and Kafka's JIT is warm after its first seconds)")
+    ap.add_argument("--only", default=None, help="run only the scenarios whose name contains this (e.g. '1M')")
+    ap.add_argument("--no-concurrency", action="store_true", help="skip the two-partition runs")
+    ap.add_argument("--scratch", type=Path, default=None, help="parent of the work directory (default: system temp)")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = ap.parse_args()
+    started = time.monotonic()
+    scenarios = [s for s in (QUICK if args.quick else FULL) if args.only is None or args.only in s.name]
+    if not scenarios:
+        raise SystemExit(f"no scenario matches {args.only!r}")
+
+    classpath = None
+    if args.kafka:
+        for tool in ("java", "javac", "mvn"):
+            if shutil.which(tool) is None:
+                raise SystemExit(f"--kafka needs {tool} on PATH")
+        sys.path.insert(0, str(ROOT / "tests" / "interop"))
+        from kafka_harness import compile_helpers, fetch_jars, kafka_version  # type: ignore[import-not-found]
+
+        lib = fetch_jars()
+        classpath = f"{lib}/*{os.pathsep}{compile_helpers(lib)}"
+        print(f"Kafka {kafka_version(lib)} jars: {lib}", flush=True)
+
+    work = Path(tempfile.mkdtemp(prefix="kafkalog-bench-cleaner-", dir=args.scratch))
+    # Peak: every distinct input, plus warm-up + runs copies (Kafka's all at once), plus output.
+    inputs = {(s.keys, s.writes_per_key) for s in scenarios}
+    biggest = max(s.records for s in scenarios) * APPROX_RECORD_BYTES
+    need = sum(int(k * w) for k, w in inputs) * APPROX_RECORD_BYTES + biggest * (max(args.warmup, args.big_warmup) + args.runs + 1)
+    free = shutil.disk_usage(work).free
+    print(f"scratch {work}: {free / 1e9:.1f} GB free, about {need / 1e9:.1f} GB needed at peak", flush=True)
+    if free < need * 1.1:
+        shutil.rmtree(work, ignore_errors=True)
+        raise SystemExit(f"not enough space under {work.parent} (use --scratch or --quick)")
+
+    rows = []
+    conc_result = None
+    sources: dict[tuple[int, float], tuple[Path, int, int]] = {}
+    try:
+        for sc in scenarios:
+            key = (sc.keys, sc.writes_per_key)
+            if key not in sources:
+                t0 = time.perf_counter()
+                src = work / f"input-{sc.keys}-{sc.writes_per_key}" / "bench-0"
+                records, size = write_input(src, sc.keys, sc.writes_per_key)
+                sources[key] = (src, records, size)
+                print(f"input: {sc.keys:,} keys, {records:,} records, {size / 1e6:.0f} MB in "
+                      f"{time.perf_counter() - t0:.1f} s", flush=True)  # fmt: skip
+            src, records, size = sources[key]
+            warmup = args.big_warmup if records > 5_000_000 else args.warmup
+            mine = kafkalog_runs(src, work, sc.map_bytes, warmup, args.runs)
+            print(f"{sc.name}: kafkalog {', '.join(f'{r.secs:.2f}' for r in mine)} s, {len(mine[0].passes)} pass(es)",
+                  flush=True)  # fmt: skip
+            theirs = None
+            if classpath is not None:
+                theirs = kafka_runs(classpath, src, work, sc.map_bytes, warmup, args.runs, sc.name)
+                print(f"{sc.name}: Kafka {', '.join(f'{r.secs:.2f}' for r in theirs)} s", flush=True)
+                check_same_work(sc.name, mine[0], theirs[0])
+            rows.append((sc, records, size, mine, theirs))
+        if not args.no_concurrency:
+            src, records, size = sources[(scenarios[0].keys, scenarios[0].writes_per_key)]
+            seq, conc = two_partitions(src, work, scenarios[0].map_bytes, args.runs)
+            conc_result = (scenarios[0], records, size, seq, conc)
+    finally:
+        if args.keep:
+            print(f"work directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+    print()
+    print(f"Log compaction, one cleaner thread: median of {args.runs} runs after {args.warmup} warm-up(s) "
+          f"({args.big_warmup} for inputs over 5 M records); rates over the cleanable input (MB = 10^6 bytes); "
+          f"cpu = CPU seconds of the cleaning thread; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")  # fmt: skip
+    head = (f"{'scenario':<22} {'records':>11} {'MB':>6} {'map':>7} {'passes':>6} {'kept':>10}"
+            f" {'kafkalog s':>10} {'cpu':>6} {'MB/s':>6} {'krec/s':>7}")  # fmt: skip
+    if args.kafka:
+        head += f" {'Kafka s':>8} {'cpu':>6} {'MB/s':>6} {'krec/s':>7} {'Kafka/kafkalog':>14} {'(cpu)':>7}"
+    print(head)
+    for sc, records, size, mine, theirs in rows:
+        k, kc = statistics.median(r.secs for r in mine), statistics.median(r.cpu_secs for r in mine)
+        line = (
+            f"{sc.name:<22} {records:>11,} {size / 1e6:>6.0f} {sc.map_bytes >> 20:>4}MiB {len(mine[0].passes):>6}"
+            f" {mine[0].kept:>10,} {k:>10.2f} {kc:>6.2f} {size / 1e6 / k:>6.0f} {records / 1e3 / k:>7.0f}"
+        )
+        if theirs:
+            t, tc = statistics.median(r.secs for r in theirs), statistics.median(r.cpu_secs for r in theirs)
+            line += (f" {t:>8.2f} {tc:>6.2f} {size / 1e6 / t:>6.0f} {records / 1e3 / t:>7.0f} {t / k:>13.2f}x"
+                     f" {tc / kc:>6.2f}x")  # fmt: skip
+        print(line)
+    if args.kafka:
+        ratios = [statistics.median(r.secs for r in th) / statistics.median(r.secs for r in mi) for _, _, _, mi, th in rows]
+        verdict = "met" if min(ratios) >= GOAL_RATIO else "NOT met"
+        print(f"goal: kafkalog >= {GOAL_RATIO:.0f}x Kafka's cleaner per thread (wall time): {verdict} "
+              f"(worst {min(ratios):.2f}x)")  # fmt: skip
+    else:
+        print(f"goal: kafkalog >= {GOAL_RATIO:.0f}x Kafka's cleaner per thread (make bench-kafka measures Kafka)")
+
+    print()
+    print("Memory: the offset map takes 24 bytes a slot (16-byte MD5 + 8-byte offset), allocated whole; at the 0.9")
+    print("load factor that is 26.7 bytes per key a pass can hold")
+    for sc, records, size, mine, theirs in rows:
+        slots = sc.map_bytes // 24
+        rss = statistics.median(r.rss_delta for r in mine)
+        line = (
+            f"  {sc.name:<22} map {sc.map_bytes / 2**20:.0f} MiB = {slots:,} slots, {int(slots * 0.9):,} keys a pass;"
+            f" kafkalog RSS growth during compact_now {rss / 2**20:.0f} MiB ({(rss - sc.map_bytes) / 2**20:+.0f} MiB"
+            f" beside the map)"
+        )
+        if theirs:
+            line += f"; Kafka JVM peak heap {statistics.median(r.heap_peak for r in theirs) / 2**20:.0f} MiB"
+        print(line)
+
+    if conc_result:
+        sc, records, size, seq, conc = conc_result
+        s, c = statistics.median(seq), statistics.median(conc)
+        verdict = "met" if s / c >= GOAL_SPEEDUP else "NOT met"
+        print()
+        print(f"Two partitions ({sc.name} each, {2 * size / 1e6:.0f} MB), median of {args.runs}: one thread in turn "
+              f"{s:.2f} s, two threads {c:.2f} s: speedup {s / c:.2f}x (goal >= {GOAL_SPEEDUP}x: {verdict}; "
+              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})")  # fmt: skip
+    print(f"(total {time.monotonic() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
