@@ -9,13 +9,15 @@
 //! - `fuzz`: `fuzz_*` targets for the batch decoder and log loading (`make fuzz` runs them long);
 //! - `fault`: disk failures (EIO, ENOSPC, failed fsync) through the fault-injection seam;
 //! - `log_manager`: several log dirs, restarts, the scheduler, a failing dir;
-//! - `log_cleaner_manager`: the cleaner's partition states, checkpoints, threads, status and
-//!   on-demand compaction (Kafka's `LogCleanerManagerTest` and the cleaner cases of
-//!   `LogManagerTest`).
+//! - `log_cleaner_manager`: the cleaner's partition states and checkpoints (Kafka's
+//!   `LogCleanerManagerTest`);
+//! - `log_cleaner`: the cleaner threads and the `LogManager`'s use of them (the cleaner cases of
+//!   `LogManagerTest`, dead threads, reconfiguration, status, on-demand compaction).
 
 mod common;
 mod fault;
 mod fuzz;
+mod log_cleaner;
 mod log_cleaner_manager;
 mod log_loader;
 mod log_manager;
