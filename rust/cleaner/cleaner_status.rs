@@ -17,7 +17,7 @@ use crate::log::unified_log::UnifiedLog;
 
 use super::log_cleaner_manager::LogCleaningState;
 
-/// Which partitions a status covers.
+/// Which partitions a status covers. A plain value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StatusFilter {
     /// Only this topic.
@@ -33,7 +33,8 @@ impl StatusFilter {
     }
 }
 
-/// The compaction picture of one compacted partition.
+/// The compaction picture of one compacted partition (no Kafka counterpart: Kafka exposes
+/// only `max-dirty-percent`). A snapshot: plain data.
 #[derive(Debug, Clone)]
 pub struct CleanerPartitionStatus {
     /// The partition.

@@ -38,7 +38,8 @@ use crate::log::unified_log::{RetentionResult, UnifiedLog};
 use crate::manager::config::CleanerConfig;
 use crate::util::clock::SharedClock;
 
-/// What the cleaner needs from its owner (Kafka's `LogCleaner` constructor arguments).
+/// What the cleaner needs from its owner (Kafka's `LogCleaner` constructor arguments). A plain
+/// value; the source and channel are shared handles.
 #[derive(Clone)]
 pub struct LogCleanerContext {
     /// The log dirs whose `cleaner-offset-checkpoint` the cleaner keeps.
@@ -60,7 +61,8 @@ pub struct LogCleanerContext {
 /// had returned it; a panic exercises the dead-thread handling.
 pub type CleanHook = Arc<dyn Fn(&TopicPartition) -> Result<()> + Send + Sync>;
 
-/// How a clean chosen by [`LogCleaner::run_once`] or a thread ended.
+/// How a clean chosen by [`LogCleaner::run_once`] or a thread ended (the branches of Kafka's
+/// `cleanLog` / `tryCleanFilthiestLog`). A plain value.
 #[derive(Debug, Clone)]
 pub enum CleanStatus {
     /// Cleaned; the new checkpoint is the outcome's `end_offset`.
@@ -75,7 +77,7 @@ pub enum CleanStatus {
     Panicked(String),
 }
 
-/// One iteration's clean (Kafka's `cleanLog` as seen from outside).
+/// One iteration's clean (Kafka's `cleanLog` as seen from outside). A plain value.
 #[derive(Debug, Clone)]
 pub struct CleanOutcome {
     /// The partition chosen.
@@ -457,7 +459,8 @@ impl Drop for LogCleaner {
     }
 }
 
-/// Kafka's cleaner gauges, by their Kafka names.
+/// Kafka's cleaner gauges (`LogCleaner` and `LogCleanerManager` metrics), by their Kafka
+/// names. A snapshot: plain data.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CleanerMetrics {
     /// `max-dirty-percent`.

@@ -41,6 +41,7 @@ pub type LogEntry = (TopicPartition, Arc<UnifiedLog>);
 pub type LogSource = Arc<dyn Fn() -> Vec<LogEntry> + Send + Sync>;
 
 /// A partition's cleaning state; no entry means none. Mirrors Kafka's `LogCleaningState`.
+/// A plain value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogCleaningState {
     /// A clean (or a cleaner thread's retention run) is running.
@@ -63,7 +64,7 @@ impl LogCleaningState {
     }
 }
 
-/// What choosing a log saw (Kafka's `PreCleanStats`).
+/// What choosing a log saw. Mirrors Kafka's `PreCleanStats`; plain data, owned by one thread.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PreCleanStats {
     /// The largest `max.compaction.lag.ms` overrun among the candidates (ms).
@@ -84,7 +85,8 @@ impl PreCleanStats {
     }
 }
 
-/// Why and since when a partition is not cleaned.
+/// Why and since when a partition is not cleaned (Kafka keeps only the partition, in
+/// `uncleanablePartitions`). Plain data.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UncleanablePartition {
     /// The error that made it uncleanable.
@@ -95,7 +97,7 @@ pub struct UncleanablePartition {
     config: Option<Arc<LogConfig>>,
 }
 
-/// The last clean of a partition.
+/// The last clean of a partition (no Kafka counterpart; Kafka only logs it). Plain data.
 #[derive(Debug, Clone)]
 pub struct LastClean {
     /// When it finished (ms).

@@ -12,7 +12,8 @@ use super::cleaner::stats_to_py;
 use crate::cleaner::cleaner_status::CleanerPartitionStatus;
 use crate::cleaner::log_cleaner::{CleanOutcome, CleanStatus, CleanerMetrics};
 
-/// The compaction status of one compacted partition (see `LogManager.cleaner_status`).
+/// The compaction status of one compacted partition (see `LogManager.cleaner_status`): a
+/// frozen snapshot, safe to share between threads.
 #[pyclass(frozen, name = "CleanerStatus", module = "kafkalog._native")]
 pub struct PyCleanerStatus {
     #[pyo3(get)]
