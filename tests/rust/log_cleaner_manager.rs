@@ -1,5 +1,5 @@
 //! The cleaner's partition states and checkpoints: Kafka's `LogCleanerManagerTest` against
-//! `LogCleanerManager` (the threads and the `LogManager` side are in `log_cleaner.rs`, which
+//! `LogCleanerManager` (the threads and the `LogManager` side are in `cleaner_threads.rs`, which
 //! shares the helpers here). Everything runs on a manual clock; a test that needs another
 //! thread waits for a state with a deadline, never for a fixed time.
 
