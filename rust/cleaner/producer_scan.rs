@@ -37,6 +37,9 @@ pub struct ProducerScan {
     pub last_records: HashMap<i64, LastRecord>,
     /// Aborted transactions, in marker order.
     pub aborted: Vec<AbortedTxn>,
+    /// First offset of the earliest transaction still open (no marker yet): the last stable
+    /// offset can be no higher (Kafka's `firstUnstableOffset`).
+    pub first_unstable_offset: Option<i64>,
 }
 
 /// The v2 header fields the scan needs.
@@ -120,6 +123,8 @@ impl ProducerScan {
     pub fn run(log: &UnifiedLog, now: i64, expiration_ms: i64, check: &dyn Fn() -> Result<()>) -> Result<Self> {
         let mut producers: HashMap<i64, ProducerEntry> = HashMap::new();
         let mut aborted = Vec::new();
+        // Open transactions by (first offset, producer id).
+        let mut open: std::collections::BTreeSet<(i64, i64)> = std::collections::BTreeSet::new();
         let mut scratch = Vec::new();
         for segment in log.segments() {
             check()?;
@@ -146,8 +151,18 @@ impl ProducerScan {
                     })?;
                     e.epoch = h.epoch;
                     e.last_timestamp = h.max_timestamp;
-                    if let (Some(first), Some(ControlRecordType::Abort)) = (e.txn_first_offset.take(), kind) {
-                        aborted.push(AbortedTxn { producer_id: pid, first_offset: first, last_offset: h.base_offset });
+                    if let Some(first) = e.txn_first_offset.take() {
+                        open.remove(&(first, pid));
+                        if kind == Some(ControlRecordType::Abort) {
+                            // Kafka's ProducerStateManager.lastStableOffset(completedTxn).
+                            let lso = open.iter().next().map_or(h.base_offset + 1, |(o, _)| *o);
+                            aborted.push(AbortedTxn {
+                                producer_id: pid,
+                                first_offset: first,
+                                last_offset: h.base_offset,
+                                last_stable_offset: lso,
+                            });
+                        }
                     }
                 } else {
                     e.last_data_offset = Some(h.last_offset);
@@ -155,16 +170,18 @@ impl ProducerScan {
                     e.last_timestamp = h.max_timestamp;
                     if h.transactional && e.txn_first_offset.is_none() {
                         e.txn_first_offset = Some(h.base_offset);
+                        open.insert((h.base_offset, pid));
                     }
                 }
                 Ok(())
             })?;
         }
+        let first_unstable_offset = producers.values().filter_map(|e| e.txn_first_offset).min();
         let last_records = producers
             .into_iter()
             .filter(|(_, e)| e.txn_first_offset.is_some() || now.saturating_sub(e.last_timestamp) < expiration_ms)
             .map(|(pid, e)| (pid, LastRecord { last_data_offset: e.last_data_offset, producer_epoch: e.epoch }))
             .collect();
-        Ok(ProducerScan { last_records, aborted })
+        Ok(ProducerScan { last_records, aborted, first_unstable_offset })
     }
 }
