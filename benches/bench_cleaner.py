@@ -37,8 +37,9 @@ Concurrency: two partitions (copies of the first scenario's input), cleaned by o
 after the other, then by two Python threads each calling compact_now on its own log (the call
 releases the GIL), on fresh copies each time.
 
-Run with ``make bench`` (kafkalog only, full sizes: about 3 minutes and 8 GB of scratch space at
-peak) or ``make bench-kafka`` (beside Kafka: about 10 minutes).
+Run with ``make bench`` (kafkalog only, full sizes: about 2 minutes) or ``make bench-kafka``
+(beside Kafka: about 5 minutes on a busy 2-core machine); up to 10 GB of scratch space (checked
+first; ``--scratch`` elsewhere, ``--quick`` for 0.3 GB and half a minute).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::cleaner_stats::CleanerStats;
 use super::filter::{AbortedTxn, CleanedTransactionMetadata, CleanerFilter, LastRecord};
-use super::log_to_clean::{cleanable_offsets, LogToClean};
+use super::log_to_clean::{calculate_cleanable_bytes, cleanable_offsets, LogToClean};
 use super::md5x8::hash_record_keys;
 use super::offset_map::{KeyHash, SkimpyOffsetMap};
 use super::producer_scan::ProducerScan;
@@ -236,8 +236,22 @@ impl Cleaner {
             None => 0,
         };
         let mut stats = CleanerStats::new();
-        let upper_bound = to_clean.first_uncleanable_offset;
         let scan = ProducerScan::run(log, now, self.params.producer_id_expiration_ms, &check)?;
+        // kafkalog keeps no transaction state, so the last stable offset the range was chosen
+        // with is the high watermark; an open transaction found by the scan lowers it, and the
+        // range ends at the base of the segment holding it, as Kafka's would.
+        let mut upper_bound = to_clean.first_uncleanable_offset;
+        if let Some(unstable) = scan.first_unstable_offset.filter(|u| *u < upper_bound) {
+            upper_bound = calculate_cleanable_bytes(log, to_clean.first_dirty_offset, unstable).0;
+            log::info!(
+                "Cleaner {}: {partition} has a transaction open since offset {unstable}: cleaning only below {upper_bound}",
+                self.id
+            );
+            if upper_bound <= to_clean.first_dirty_offset {
+                stats.all_done();
+                return Ok((to_clean.first_dirty_offset, stats));
+            }
+        }
         self.build_offset_map(log, to_clean.first_dirty_offset, upper_bound, &scan.aborted, &mut stats, &check)?;
         let end_offset = self.map.latest_offset() + 1;
         stats.index_done();
@@ -445,6 +459,14 @@ impl Cleaner {
                 other => other?,
             }
         }
+        let aborted = txn.take_retained_aborted();
+        if !aborted.is_empty() {
+            let mut bytes = Vec::with_capacity(aborted.len() * AbortedTxn::SIZE);
+            for t in &aborted {
+                t.write_to(&mut bytes);
+            }
+            crate::util::file::write_new_file(&cleaned.txn_index_path(), &bytes)?;
+        }
         cleaned.on_become_inactive_segment()?;
         cleaned.flush()?;
         let last = group.last().expect("groups are never empty");
@@ -627,11 +649,9 @@ pub fn compact_log(
             log::warn!("\tFound {} invalid messages during compaction.", stats.invalid_messages_read);
         }
         if end <= to_clean.first_dirty_offset {
-            return Err(Error::illegal_state(format!(
-                "cleaning {} made no progress from offset {}",
-                log.topic_partition(),
-                to_clean.first_dirty_offset
-            )));
+            // An open transaction starts in the first dirty segment: nothing more to clean.
+            result.first_uncleanable_offset = end;
+            break;
         }
         result.stats.merge(&stats);
         result.passes.push(CleanPass { first_dirty_offset: to_clean.first_dirty_offset, end_offset: end, stats });

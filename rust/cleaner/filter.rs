@@ -42,6 +42,24 @@ pub struct AbortedTxn {
     pub first_offset: i64,
     /// Offset of the ABORT marker.
     pub last_offset: i64,
+    /// The last stable offset when the transaction ended: the first offset of the earliest
+    /// other transaction still open then, or the marker's offset + 1.
+    pub last_stable_offset: i64,
+}
+
+impl AbortedTxn {
+    /// Bytes of one `.txnindex` entry.
+    pub const SIZE: usize = 34;
+
+    /// The 34-byte `.txnindex` entry (Kafka's `AbortedTxn`): version 0, producer id, first
+    /// offset, last offset, last stable offset, big-endian.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&0i16.to_be_bytes());
+        out.extend_from_slice(&self.producer_id.to_be_bytes());
+        out.extend_from_slice(&self.first_offset.to_be_bytes());
+        out.extend_from_slice(&self.last_offset.to_be_bytes());
+        out.extend_from_slice(&self.last_stable_offset.to_be_bytes());
+    }
 }
 
 /// What a producer last wrote (Kafka's `LastRecord`): its last data batch's last offset, if
@@ -73,7 +91,7 @@ pub struct CleanedTransactionMetadata {
     /// Aborted transactions reached, by producer: and the last data batch of it seen.
     ongoing_aborted: HashMap<i64, (AbortedTxn, Option<i64>)>,
     /// Aborted transactions not reached yet, smallest first offset first.
-    pending: BinaryHeap<std::cmp::Reverse<(i64, i64, i64)>>,
+    pending: BinaryHeap<std::cmp::Reverse<(i64, i64, i64, i64)>>,
     /// Aborted transactions that must stay in the cleaned segments' transaction index.
     retained_aborted: Vec<AbortedTxn>,
 }
@@ -82,17 +100,17 @@ impl CleanedTransactionMetadata {
     /// Registers aborted transactions overlapping the range being read.
     pub fn add_aborted_transactions(&mut self, txns: &[AbortedTxn]) {
         for t in txns {
-            self.pending.push(std::cmp::Reverse((t.first_offset, t.producer_id, t.last_offset)));
+            self.pending.push(std::cmp::Reverse((t.first_offset, t.producer_id, t.last_offset, t.last_stable_offset)));
         }
     }
 
     fn consume_aborted_up_to(&mut self, offset: i64) {
-        while let Some(std::cmp::Reverse((first, pid, last))) = self.pending.peek().copied() {
+        while let Some(std::cmp::Reverse((first, pid, last, lso))) = self.pending.peek().copied() {
             if first > offset {
                 break;
             }
             self.pending.pop();
-            let txn = AbortedTxn { producer_id: pid, first_offset: first, last_offset: last };
+            let txn = AbortedTxn { producer_id: pid, first_offset: first, last_offset: last, last_stable_offset: lso };
             self.ongoing_aborted.entry(pid).or_insert((txn, None));
         }
     }
@@ -140,9 +158,10 @@ impl CleanedTransactionMetadata {
         })
     }
 
-    /// Aborted transactions whose data this pass kept (they stay in the transaction index).
-    pub fn retained_aborted(&self) -> &[AbortedTxn] {
-        &self.retained_aborted
+    /// Aborted transactions whose markers the current group kept; they go into its cleaned
+    /// segment's `.txnindex` (Kafka's `cleanedIndex.append`). Empties the list.
+    pub fn take_retained_aborted(&mut self) -> Vec<AbortedTxn> {
+        std::mem::take(&mut self.retained_aborted)
     }
 }
 

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::index::lazy::LazyIndex;
 use crate::index::offset_index::OffsetIndex;
 use crate::index::time_index::{TimeIndex, TimestampOffset};
-use crate::log::file_names::{log_file, offset_index_file, time_index_file, with_suffix};
+use crate::log::file_names::{log_file, offset_index_file, time_index_file, transaction_index_file, with_suffix};
 use crate::record::records::BatchIter;
 use crate::util::clock::SharedClock;
 
@@ -631,7 +631,22 @@ impl LogSegment {
         let dir = self.path().parent().map(Path::to_path_buf).unwrap_or_default();
         self.offset_index.rename_to(&with_suffix(&offset_index_file(&dir, self.base_offset), new_suffix))?;
         self.time_index.rename_to(&with_suffix(&time_index_file(&dir, self.base_offset), new_suffix))?;
+        // The `.txnindex` exists only when the segment holds aborted transactions (Kafka's
+        // cleaner writes it for cleaned segments; Kafka's broker for every segment).
+        let txn = with_suffix(&transaction_index_file(&dir, self.base_offset), old_suffix);
+        if txn.exists() {
+            crate::util::file::rename(&txn, &with_suffix(&transaction_index_file(&dir, self.base_offset), new_suffix))?;
+        }
         Ok(())
+    }
+
+    /// The segment's `.txnindex` path, with the same suffix as its `.log` file.
+    pub fn txn_index_path(&self) -> PathBuf {
+        let log = self.path();
+        let name = log.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let suffix = name.split_once(".log").map_or("", |(_, rest)| rest).to_string();
+        let dir = log.parent().map(Path::to_path_buf).unwrap_or_default();
+        with_suffix(&transaction_index_file(&dir, self.base_offset), &suffix)
     }
 
     /// Deletes the segment's files.
@@ -639,6 +654,7 @@ impl LogSegment {
         crate::util::file::delete_if_exists(&self.path())?;
         self.offset_index.delete_if_exists()?;
         self.time_index.delete_if_exists()?;
+        crate::util::file::delete_if_exists(&self.txn_index_path())?;
         Ok(())
     }
 }

@@ -124,3 +124,13 @@ pub fn create_dir_all(dir: &Path) -> Result<()> {
         .map_err(|e| Error::io(dir, "create directory", e))?;
     fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))
 }
+
+/// Creates (or truncates) `path`, writes `contents` and fsyncs it; the caller makes the name
+/// durable (the cleaner's `.cleaned` files become durable with the replace's directory fsync).
+pub fn write_new_file(path: &Path, contents: &[u8]) -> Result<()> {
+    let mut f = check(path, FaultOp::Open)
+        .and_then(|()| OpenOptions::new().write(true).create(true).truncate(true).open(path))
+        .map_err(|e| Error::io(path, "create", e))?;
+    check(path, FaultOp::Write).and_then(|()| f.write_all(contents)).map_err(|e| Error::io(path, "write", e))?;
+    check(path, FaultOp::Fsync).and_then(|()| f.sync_all()).map_err(|e| Error::io(path, "fsync", e))
+}

@@ -106,7 +106,9 @@ impl UnifiedLog {
         self.local.segments().last_segment()
     }
 
-    /// The last stable offset: without transactions (not yet supported) the high watermark.
+    /// The last stable offset as far as the log knows: it keeps no transaction state yet, so
+    /// this is the high watermark. The cleaner lowers its range further to the first open
+    /// transaction its header scan finds (`cleaner/producer_scan.rs`).
     pub fn last_stable_offset(&self) -> i64 {
         self.high_watermark()
     }
