@@ -11,13 +11,13 @@
 //! - `log_manager`: several log dirs, restarts, the scheduler, a failing dir;
 //! - `log_cleaner_manager`: the cleaner's partition states and checkpoints (Kafka's
 //!   `LogCleanerManagerTest`);
-//! - `cleaner_threads`: the cleaner threads and the `LogManager`'s use of them (the cleaner cases of
-//!   `LogManagerTest`, dead threads, reconfiguration, status, on-demand compaction).
+//! - `cleaner_threads`: the cleaner threads and the `LogManager`'s use of them (the cleaner
+//!   cases of `LogManagerTest`, dead threads, reconfiguration, status, on-demand compaction).
 
+mod cleaner_threads;
 mod common;
 mod fault;
 mod fuzz;
-mod cleaner_threads;
 mod log_cleaner_manager;
 mod log_loader;
 mod log_manager;
