@@ -232,7 +232,7 @@ impl Cleaner {
         log::info!("Cleaner {}: Beginning cleaning of log {partition}", self.id);
         let config = log.config();
         let legacy_delete_horizon = match log.log_segments(0, to_clean.first_dirty_offset).last() {
-            Some(s) => s.last_modified()? - config.delete_retention_ms,
+            Some(s) => last_modified_or_zero(s)? - config.delete_retention_ms,
             None => 0,
         };
         let mut stats = CleanerStats::new();
@@ -444,7 +444,7 @@ impl Cleaner {
                 None => segment.read_next_offset()?,
             };
             txn.add_aborted_transactions(&overlapping(round.aborted, segment.base_offset(), upper));
-            let retain_legacy_deletes = segment.last_modified()? > round.legacy_delete_horizon;
+            let retain_legacy_deletes = last_modified_or_zero(segment)? > round.legacy_delete_horizon;
             match self.clean_into(round, segment, cleaned, retain_legacy_deletes, stats, txn) {
                 Err(Error::OffsetOverflow { base_offset, offset }) => {
                     log::info!(
@@ -470,7 +470,7 @@ impl Cleaner {
         cleaned.on_become_inactive_segment()?;
         cleaned.flush()?;
         let last = group.last().expect("groups are never empty");
-        let modified = UNIX_EPOCH + Duration::from_millis(last.last_modified()?.max(0) as u64);
+        let modified = UNIX_EPOCH + Duration::from_millis(last_modified_or_zero(last)?.max(0) as u64);
         cleaned.log().set_modified(modified)?;
         Ok(())
     }
@@ -523,6 +523,15 @@ impl Cleaner {
         }
         self.bufs.restore();
         Ok(())
+    }
+}
+
+/// A segment's modification time, 0 when retention has meanwhile unlinked its file (Java's
+/// `File.lastModified` of a missing file; the replace then skips the deleted segment).
+fn last_modified_or_zero(segment: &LogSegment) -> Result<i64> {
+    match segment.last_modified() {
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        other => other,
     }
 }
 

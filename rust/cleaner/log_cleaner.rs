@@ -539,7 +539,13 @@ impl Core {
                 Ok(Work { panic: Some(p), .. }) => p,
                 Ok(Work { outcome, panic: None }) => {
                     self.manager.maintain_uncleanable_partitions();
-                    if !matches!(outcome, Some(CleanOutcome { status: CleanStatus::Cleaned(_), .. })) {
+                    // A clean that could not move (an open transaction starts in its first
+                    // dirty segment) counts as nothing cleaned, or the thread would spin.
+                    let progressed = matches!(
+                        &outcome,
+                        Some(o @ CleanOutcome { status: CleanStatus::Cleaned(_), .. }) if o.end_offset > o.first_dirty_offset
+                    );
+                    if !progressed {
                         stop.sleep(self.config.read().backoff_ms);
                     }
                     continue;

@@ -18,6 +18,7 @@ mod cleaner_threads;
 mod common;
 mod fault;
 mod fuzz;
+mod log_cleaner;
 mod log_cleaner_manager;
 mod log_loader;
 mod log_manager;

@@ -155,7 +155,23 @@ impl UnifiedLog {
         self.check_writable()?;
         let _lock = self.write_lock.lock();
         let config = self.config();
-        self.handle_io(self.local.replace_segments(new, old, &config))
+        match self.handle_io(self.local.replace_segments(new, old, &config)) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // Some renames may have happened: the segment map and the files can disagree,
+                // and only a reopen (whose loader completes or rolls back the replace) makes
+                // them agree again. Kafka takes the log dir offline here; a standalone log
+                // closes itself so nothing reads or cleans the half-swapped segments.
+                self.close_handlers();
+                Err(Error::KafkaStorage {
+                    path: self.dir().to_path_buf(),
+                    reason: format!(
+                        "replacing cleaned segments failed part-way ({e}); the log was closed and must be reopened, \
+                         whose recovery finishes or rolls back the replace"
+                    ),
+                })
+            }
+        }
     }
 
     /// Splits a segment whose offsets overflow its index (pre-KAFKA-6264 data) under the log
