@@ -17,6 +17,7 @@ import pyarrow as pa
 from . import _native
 from .arrow import KAFKA_SCHEMA, columns_to_record_batch
 from .cleaner import CompactResult
+from .exceptions import IllegalStateError
 from .records import (
     AppendInfo,
     ConsumerRecord,
@@ -215,7 +216,14 @@ class UnifiedLog:
         them. The sizes take the broker keys ``log.cleaner.dedupe.buffer.size``,
         ``log.cleaner.io.buffer.load.factor``, ``log.cleaner.io.buffer.size`` and
         ``log.cleaner.io.max.bytes.per.second``. A truncation or close of the log meanwhile
-        stops the clean with ``LogCleaningAbortedError`` and leaves the log unchanged."""
+        stops the clean with ``LogCleaningAbortedError`` and leaves the log unchanged. An I/O
+        error while the cleaned segments are swapped in closes the log (the swap may be half
+        done; reopening finishes or rolls it back), as Kafka takes the log dir offline."""
+        if self._log.managed:
+            raise IllegalStateError(
+                f"{self} belongs to a LogManager, whose cleaner keeps its cleaner-offset-checkpoint: "
+                "use LogManager.compact_now(topic, partition)"
+            )
         return self._log.compact_now(
             dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, first_dirty_offset, time_ms
         )

@@ -161,15 +161,15 @@ impl UnifiedLog {
                 // Some renames may have happened: the segment map and the files can disagree,
                 // and only a reopen (whose loader completes or rolls back the replace) makes
                 // them agree again. Kafka takes the log dir offline here; a standalone log
-                // closes itself so nothing reads or cleans the half-swapped segments.
+                // closes itself so nothing reads or cleans the half-swapped segments. The
+                // error is returned as it is (it names the file).
+                log::error!(
+                    "replacing cleaned segments of {} failed part-way ({e}); the log is closed and must be reopened, \
+                     whose recovery finishes or rolls back the replace",
+                    self.topic_partition()
+                );
                 self.close_handlers();
-                Err(Error::KafkaStorage {
-                    path: self.dir().to_path_buf(),
-                    reason: format!(
-                        "replacing cleaned segments failed part-way ({e}); the log was closed and must be reopened, \
-                         whose recovery finishes or rolls back the replace"
-                    ),
-                })
+                Err(e)
             }
         }
     }
