@@ -145,9 +145,9 @@ impl LocalLog {
     /// Replaces `old` segments with `new` ones built under the `.cleaned` suffix, so that a
     /// crash at any step leaves a directory `LogLoader` can finish or roll back (Kafka's
     /// `LocalLog.replaceSegments`):
-    /// 1. new segments renamed `.cleaned` -> `.swap` in descending offset order and installed;
-    /// 2. old segments still present leave the map (unless a new one has the same base) and are
-    ///    renamed `.deleted`, to be unlinked after `file.delete.delay.ms`;
+    /// 1. new segments renamed `.cleaned` -> `.swap` in descending offset order, then installed
+    ///    in the map while the old ones leave it, in one step;
+    /// 2. old segments renamed `.deleted`, to be unlinked after `file.delete.delay.ms`;
     /// 3. new segments renamed `.swap` -> live in ascending order;
     /// 4. the directory is fsynced.
     pub fn replace_segments(&self, new: &[Arc<LogSegment>], old: &[Arc<LogSegment>], config: &LogConfig) -> Result<()> {
@@ -158,15 +158,11 @@ impl LocalLog {
         for s in new.iter().rev() {
             s.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)?;
         }
-        // A new segment at an old one's base takes its map slot as soon as it is added.
-        let replaced_bases: Vec<i64> = new.iter().map(|s| s.base_offset()).collect();
-        for s in new.iter().rev() {
-            self.segments.add(s.clone());
-        }
+        // The map changes in one step (Kafka adds the new segments, then removes the old ones:
+        // a reader in between would find a new segment followed by old ones it overlaps).
+        let old_bases: Vec<i64> = old.iter().map(|s| s.base_offset()).collect();
+        self.segments.replace(&new, &old_bases);
         for s in &old {
-            if !replaced_bases.contains(&s.base_offset()) {
-                self.segments.remove(s.base_offset());
-            }
             s.change_file_suffixes("", DELETED_FILE_SUFFIX)?;
         }
         for s in &new {

@@ -32,6 +32,17 @@ impl LogSegments {
     pub fn remove(&self, base_offset: i64) -> Option<Arc<LogSegment>> {
         self.map.write().remove(&base_offset)
     }
+    /// Adds `new` and removes the segments at `remove` in one step, so a concurrent reader
+    /// sees either the old segments or the new ones, never both (the cleaner's swap).
+    pub fn replace(&self, new: &[Arc<LogSegment>], remove: &[i64]) {
+        let mut map = self.map.write();
+        for base in remove {
+            map.remove(base);
+        }
+        for s in new {
+            map.insert(s.base_offset(), s.clone());
+        }
+    }
     /// Removes every segment.
     pub fn clear(&self) -> Vec<Arc<LogSegment>> {
         std::mem::take(&mut *self.map.write()).into_values().collect()

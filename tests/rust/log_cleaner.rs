@@ -1279,6 +1279,70 @@ fn abort_marker_removal() {
     assert!(index.is_empty(), "marker gone: no aborted transaction left in the index");
 }
 
+/// A crash at each step of a swap whose old and new segments both carry a `.txnindex` (an
+/// aborted transaction of a still-active producer: its last batch stays empty, so its marker
+/// and index entry stay too): the reopened log reads as before or after, keeps the index entry,
+/// and leaves no `.cleaned` / `.swap` file.
+#[test]
+fn recovery_after_crash_with_transaction_indexes() {
+    let cfg = compact_config(&[("internal.segment.bytes", "4096")]);
+    let build = |fx: &Fixture| {
+        let log = open(fx, &cfg);
+        put_txn(&log, 1, 0, &[1, 2]); // 0, 1
+        put_marker(&log, 1, ControlRecordType::Abort); // 2
+        for i in 3..9 {
+            put_int(&log, i % 4, i);
+        }
+        log.roll().unwrap();
+        for i in 9..15 {
+            put_int(&log, i % 4, i);
+        }
+        log.roll().unwrap();
+        let mut cleaner = big_cleaner(fx);
+        do_clean(&mut cleaner, &log, 0, active_base(&log), T0 + 1000).unwrap();
+        assert!(fx.dir.join(name(0, ".txnindex")).exists(), "the first clean wrote the index");
+        for i in 15..21 {
+            put_int(&log, i % 4, i);
+        }
+        log.roll().unwrap();
+        put_int(&log, 0, 99);
+        log
+    };
+    let reference = Fixture::new();
+    let log = build(&reference);
+    let before = records(&log);
+    let upper = active_base(&log);
+    do_clean(&mut big_cleaner(&reference), &log, 0, upper, T0 + 1000).unwrap();
+    let after = records(&log);
+    let index_after = std::fs::read(reference.dir.join(name(0, ".txnindex"))).unwrap();
+    assert_eq!(index_after.len(), 34);
+    assert_ne!(before, after);
+    let steps = [
+        (FaultOp::Rename, name(0, ".txnindex.cleaned")),
+        (FaultOp::Rename, name(0, ".txnindex")),
+        (FaultOp::Rename, name(0, ".txnindex.swap")),
+        (FaultOp::Rename, name(0, ".log.swap")),
+        (FaultOp::Write, name(0, ".txnindex.cleaned")),
+    ];
+    for (op, file) in steps {
+        let fx = Fixture::new();
+        let log = build(&fx);
+        {
+            let _fault = inject(&fx.dir.join(&file), op, libc::EIO, Some(1));
+            let err = do_clean(&mut big_cleaner(&fx), &log, 0, upper, T0 + 1000).expect_err("the step fails");
+            assert!(err.to_string().contains(&file), "{op} {file}: {err}");
+        }
+        drop(log);
+        let options = LogOpenOptions { had_clean_shutdown: false, ..fx.options() };
+        let reopened = UnifiedLog::open(&fx.dir, cfg.clone(), options).unwrap();
+        assert_eq!(temp_files(&fx.dir), Vec::<String>::new(), "{op} {file}");
+        let got = records(&reopened);
+        assert!(got == before || got == after, "{op} {file}: neither before nor after: {got:?}");
+        let index = std::fs::read(fx.dir.join(name(0, ".txnindex"))).expect("the index survives");
+        assert_eq!(index, index_after, "{op} {file}: the aborted transaction stays indexed");
+    }
+}
+
 /// testUndecidedTransactionalDataNotCleanable: an open transaction bounds the clean at the
 /// segment holding its first offset; that segment and the later ones stay as they are.
 #[test]
