@@ -67,6 +67,18 @@ fn mb(bytes: f64) -> f64 {
     bytes / (1024.0 * 1024.0)
 }
 
+/// Digits with a comma every three from the right (Java's `,` format flag).
+fn group_thousands(digits: &str) -> String {
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Kafka's `%,.1f`: one decimal, thousands separated by commas.
 fn grouped(v: f64) -> String {
     if !v.is_finite() {
@@ -80,26 +92,12 @@ fn grouped(v: f64) -> String {
     }
     let s = format!("{:.1}", v.abs());
     let (int, frac) = s.split_once('.').expect("one decimal");
-    let mut out = String::new();
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    format!("{}{out}.{frac}", if v < 0.0 { "-" } else { "" })
+    format!("{}{}.{frac}", if v < 0.0 { "-" } else { "" }, group_thousands(int))
 }
 
+/// Kafka's `%,d`.
 fn grouped_int(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    group_thousands(&v.to_string())
 }
 
 impl CleanerStats {
