@@ -367,3 +367,44 @@ def test_reads_while_cleaning_are_consistent(tmp_path, kinds):
             reads, errors = _run_readers(log, kinds, cleans=2)
             assert errors == [], f"attempt {attempt}: {errors[:3]}"
             assert reads > 0
+
+
+def test_appends_and_rolls_while_cleaning_keep_every_latest_value(tmp_path):
+    """A writer thread appends and rolls while compact_now runs in a loop (tiny and large maps):
+    afterwards, and after a reopen, every record is the one written at its offset and every
+    key's latest value is there."""
+    path = tmp_path / "writers-0"
+    log = kafkalog.UnifiedLog.open(path, CHILD_CONFIG)
+    target = 800
+    errors: list[str] = []
+
+    def writer() -> None:
+        rng = random.Random(SEED)
+        try:
+            while log.log_end_offset < target:
+                first = log.log_end_offset
+                batch = [Record(*content(o)[:2], timestamp=content(o)[2]) for o in range(first, first + rng.randint(1, 20))]
+                log.append(batch, compression=rng.choice(["none", "lz4", "zstd"]))
+                if rng.random() < 0.3:
+                    log.roll()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(f"writer: {type(e).__name__}: {e}")
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    rng = random.Random(SEED)
+    cleans = 0
+    try:
+        while thread.is_alive() and not errors:
+            log.compact_now(dedupe_buffer_size=rng.choice([24 * 3, 24 * 12, 1 << 20]), time_ms=NOW + cleans * 500)
+            cleans += 1
+    finally:
+        thread.join()
+    assert errors == []
+    assert cleans > 0
+    check_model_invariant(log, "live")
+    log.close()
+    with kafkalog.UnifiedLog.open(path, CHILD_CONFIG) as reopened:
+        assert leftover_temp_files(path) == []
+        rows = check_model_invariant(reopened, "reopened")
+        assert data_rows(scan_dir(path)) == rows
