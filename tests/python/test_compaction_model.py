@@ -68,17 +68,21 @@ class Model:
     def expected(self) -> list[Row]:
         return [self.rows[o] for o in sorted(self.rows)]
 
-    def apply_clean(self, now: int, end: int, recopied_below: int) -> None:
-        latest: dict[bytes, int] = {}
+    def apply_clean(self, now: int, first_dirty: int, end: int, recopied_below: int) -> None:
+        """The passes' maps together cover [first_dirty, end): a record below ``end`` goes if a
+        later record of its key lies in that range. (Records below ``first_dirty`` that only
+        older-than-dirty records supersede stay: that happens when the dirty section restarts
+        at the log start, and they are then below it, invisible.)"""
+        mapped: dict[bytes, int] = {}
         for o, (_, _, key, _) in self.rows.items():
-            if o < end and key is not None:
-                latest[key] = max(latest.get(key, -1), o)
+            if first_dirty <= o < end and key is not None:
+                mapped[key] = max(mapped.get(key, -1), o)
         kept: dict[int, Row] = {}
         for o, row in self.rows.items():
             _, _, key, value = row
             if o >= end:
                 kept[o] = row
-            elif key is None or latest[key] != o:
+            elif key is None or mapped.get(key, -1) > o:
                 continue
             elif value is not None:
                 kept[o] = row
@@ -240,10 +244,23 @@ class CompactionMachine(RuleBasedStateMachine):
     @rule()
     def reopen(self) -> None:
         assert self.log is not None
-        hw = self.log.high_watermark
+        hw, end = self.log.high_watermark, self.log.log_end_offset
         self.log.close()
         self.log = kafkalog.UnifiedLog.open(self.path, self.config)
         self.log.set_high_watermark(hw)
+        new_end = self.log.log_end_offset
+        if new_end != end:
+            # A truncation into a range the cleaner emptied leaves the log end past the last
+            # batch; a reload recomputes it from the files (the active segment's base or last
+            # batch), as Kafka's does. Nothing written may be lost.
+            assert new_end < end and self.truncated_to == end, f"log end {end} -> {new_end} on reopen"
+            assert not [o for o in self.model.rows if o >= new_end], f"records lost with the log end {end} -> {new_end}"
+            for base in [b for b in self.model.batches if b >= new_end]:
+                for o in self.model.batches.pop(base).offsets:
+                    self.model.batch_of.pop(o, None)
+            self.truncated_to = new_end
+            if self.checkpoint is not None:
+                self.checkpoint = min(self.checkpoint, new_end)
 
     @rule(data=st.data())
     def truncate(self, data: st.DataObject) -> None:
@@ -303,7 +320,7 @@ class CompactionMachine(RuleBasedStateMachine):
                 assert p.end_offset == q.first_dirty_offset and p.end_offset > p.first_dirty_offset
             bases_at_or_above = [b for b in before_bases if b >= end]
             recopied_below = bases_at_or_above[0] if bases_at_or_above else leo
-            self.model.apply_clean(self.now, end, recopied_below)
+            self.model.apply_clean(self.now, result.first_dirty_offset, end, recopied_below)
             for b in bases_at_or_above:
                 got = Path(log.path, f"{b:020d}.log").read_bytes()
                 assert got == before_files[b], f"segment {b} at or above the cleaned bound {end} changed"
