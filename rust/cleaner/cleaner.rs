@@ -344,11 +344,10 @@ impl Cleaner {
             let n = self.bufs.read_chunk(segment, position, size)?;
             self.throttler.maybe_throttle(n as f64);
             let mut iter = BatchIter::new(&self.bufs.read[..n]);
-            let mut control_scratch = Vec::new();
             for item in iter.by_ref() {
                 let (at, batch) = item.map_err(|e| e.in_file(&path, position))?;
                 if batch.is_control() {
-                    txn.on_control_batch_read(&batch, &mut control_scratch)
+                    txn.on_control_batch_read(&batch, &mut self.bufs.scratch)
                         .map_err(|e| e.with_position_offset(at as u64).in_file(&path, position))?;
                     stats.map_messages_read += 1;
                 } else if txn.on_batch_read(&batch) {
@@ -632,19 +631,19 @@ pub fn compact_log(
     check_done: &dyn Fn() -> Result<()>,
 ) -> Result<CompactResult> {
     let now = options.now_ms.unwrap_or_else(|| cleaner.clock.milliseconds());
-    let offsets = cleanable_offsets(log, options.first_dirty_offset, now)?;
-    let mut result = CompactResult {
-        passes: Vec::new(),
-        first_dirty_offset: offsets.first_dirty_offset,
-        first_uncleanable_offset: offsets.first_uncleanable_dirty_offset,
-        end_offset: offsets.first_dirty_offset,
-        stats: CleanerStats::new(),
-    };
-    let mut first_dirty = offsets.first_dirty_offset;
+    let mut result: Option<CompactResult> = None;
+    let mut first_dirty = options.first_dirty_offset;
     loop {
-        let offsets = cleanable_offsets(log, Some(first_dirty), now)?;
+        let offsets = cleanable_offsets(log, first_dirty, now)?;
         let to_clean =
             LogToClean::new(log.clone(), offsets.first_dirty_offset, offsets.first_uncleanable_dirty_offset, false);
+        let result = result.get_or_insert_with(|| CompactResult {
+            passes: Vec::new(),
+            first_dirty_offset: offsets.first_dirty_offset,
+            first_uncleanable_offset: to_clean.first_uncleanable_offset,
+            end_offset: offsets.first_dirty_offset,
+            stats: CleanerStats::new(),
+        });
         result.first_uncleanable_offset = to_clean.first_uncleanable_offset;
         if to_clean.cleanable_bytes == 0 || to_clean.first_dirty_offset >= to_clean.first_uncleanable_offset {
             break;
@@ -665,10 +664,10 @@ pub fn compact_log(
         result.stats.merge(&stats);
         result.passes.push(CleanPass { first_dirty_offset: to_clean.first_dirty_offset, end_offset: end, stats });
         result.end_offset = end;
-        first_dirty = end;
+        first_dirty = Some(end);
         if end >= to_clean.first_uncleanable_offset {
             break;
         }
     }
-    Ok(result)
+    Ok(result.expect("the loop runs at least once"))
 }

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::filter::{AbortedTxn, LastRecord};
+use super::filter::{control_type, AbortedTxn, LastRecord};
 use crate::error::Result;
 use crate::log::unified_log::UnifiedLog;
 use crate::record::batch::{
@@ -144,11 +144,7 @@ impl ProducerScan {
                     // cleaned away: it changes nothing (as in Kafka's producer state).
                     let Some(bytes) = control else { return Ok(()) };
                     let batch = RecordBatch::new(bytes).map_err(|e| e.in_file(&segment.path(), 0))?;
-                    let mut kind = None;
-                    batch.for_each_record(&mut scratch, |r| {
-                        kind.get_or_insert(ControlRecordType::parse_key(r.key)?);
-                        Ok(())
-                    })?;
+                    let kind = control_type(&batch, &mut scratch)?;
                     e.epoch = h.epoch;
                     e.last_timestamp = h.max_timestamp;
                     if let Some(first) = e.txn_first_offset.take() {

@@ -250,14 +250,7 @@ pub fn encode_record(
 ) -> usize {
     let body = record_body_size(offset_delta, timestamp_delta, key, value, headers);
     let before = out.len();
-    out.reserve(body + 5);
-    write_varint(body as i32, out);
-    out.push(0); // attributes
-    write_varlong(timestamp_delta, out);
-    write_varint(offset_delta, out);
-    write_bytes(key, out);
-    write_bytes(value, out);
-    write_varint(headers.len() as i32, out);
+    write_up_to_headers(body, offset_delta, timestamp_delta, key, value, headers.len() as u32, out);
     for (k, v) in headers {
         write_bytes(Some(k), out);
         write_bytes(*v, out);
@@ -277,14 +270,25 @@ pub fn encode_record_raw_headers(
     header_count: u32,
     out: &mut Vec<u8>,
 ) -> usize {
-    let body = 1
-        + size_of_varint(offset_delta)
-        + size_of_varlong(timestamp_delta)
-        + bytes_size(key)
-        + bytes_size(value)
+    let body = record_body_size(offset_delta, timestamp_delta, key, value, &[]) - size_of_varint(0)
         + size_of_varint(header_count as i32)
         + headers_raw.len();
     let before = out.len();
+    write_up_to_headers(body, offset_delta, timestamp_delta, key, value, header_count, out);
+    out.extend_from_slice(headers_raw);
+    out.len() - before
+}
+
+/// Writes a record's length prefix and every field before the headers, then the header count.
+fn write_up_to_headers(
+    body: usize,
+    offset_delta: i32,
+    timestamp_delta: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    header_count: u32,
+    out: &mut Vec<u8>,
+) {
     out.reserve(body + 5);
     write_varint(body as i32, out);
     out.push(0); // attributes
@@ -293,8 +297,6 @@ pub fn encode_record_raw_headers(
     write_bytes(key, out);
     write_bytes(value, out);
     write_varint(header_count as i32, out);
-    out.extend_from_slice(headers_raw);
-    out.len() - before
 }
 
 #[cfg(test)]
