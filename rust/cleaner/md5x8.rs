@@ -1,9 +1,10 @@
-//! MD5 of up to eight short keys at once. The cleaner hashes every keyed record twice (once
-//! per pass), and MD5 dominates its time; keys of at most 55 bytes fit one 64-byte MD5 block,
-//! so eight of them can go through the compression function side by side, one key per 32-bit
-//! lane. The code is plain Rust over `[u32; 8]` arrays, which the compiler turns into SIMD
-//! instructions; the digests are exactly MD5's (tests check them against the `md-5` crate,
-//! which hashes every longer key).
+//! MD5 of many short keys at once. The cleaner hashes every keyed record (in pass 1, and in
+//! pass 2 where it must look the key up), and MD5 would dominate its time; keys of at most 55
+//! bytes fit one 64-byte MD5 block, so several of them can go through the compression function
+//! side by side, one key per 32-bit lane: sixteen with AVX-512 ([`super::md5x16_avx512`],
+//! chosen at run time), else eight with plain Rust over `[u32; 8]` arrays, which the compiler
+//! turns into baseline SIMD. The digests are exactly MD5's (tests check both against the
+//! `md-5` crate, which hashes every longer key).
 //!
 //! Thread-safety: pure functions.
 
@@ -14,19 +15,17 @@ use super::offset_map::KeyHash;
 
 /// Longest key that fits one block (64 bytes minus the 0x80 pad byte and the 8-byte length).
 pub const MAX_SHORT_KEY: usize = 55;
-/// Keys hashed together.
+/// Keys hashed together by the portable code (the AVX-512 code hashes sixteen).
 pub const LANES: usize = 8;
 
-type V = [u32; LANES];
-
-const S: [u32; 64] = [
+pub(super) const S: [u32; 64] = [
     7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20,
     4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15,
     21,
 ];
 
 /// `floor(abs(sin(i + 1)) * 2^32)`, RFC 1321.
-const K: [u32; 64] = [
+pub(super) const K: [u32; 64] = [
     0xd76a_a478,
     0xe8c7_b756,
     0x2420_70db,
@@ -93,6 +92,9 @@ const K: [u32; 64] = [
     0xeb86_d391,
 ];
 
+/// MD5's initial state (a, b, c, d).
+pub(super) const INIT: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
+
 /// The message word each step reads.
 const G: [usize; 64] = {
     let mut g = [0usize; 64];
@@ -109,20 +111,15 @@ const G: [usize; 64] = {
     g
 };
 
-#[inline(always)]
-fn splat(x: u32) -> V {
-    [x; LANES]
-}
-
 /// One MD5 step on every lane: `a = b + rotl(a + f(b, c, d) + K[i] + M[G[i]], S[i])`, then
 /// the state rotates (a, b, c, d) -> (d, a', b, c).
 #[inline(always)]
-fn step(st: &mut [V; 4], i: usize, m: &[V; 16], f: impl Fn(u32, u32, u32) -> u32) {
+fn step<const N: usize>(st: &mut [[u32; N]; 4], i: usize, m: &[[u32; N]; 16], f: impl Fn(u32, u32, u32) -> u32) {
     let [a, b, c, d] = *st;
     let w = &m[G[i]];
     let (k, s) = (K[i], S[i]);
-    let mut nb = [0u32; LANES];
-    for l in 0..LANES {
+    let mut nb = [0u32; N];
+    for l in 0..N {
         let x = a[l].wrapping_add(f(b[l], c[l], d[l])).wrapping_add(k).wrapping_add(w[l]);
         nb[l] = b[l].wrapping_add(x.rotate_left(s));
     }
@@ -130,23 +127,10 @@ fn step(st: &mut [V; 4], i: usize, m: &[V; 16], f: impl Fn(u32, u32, u32) -> u32
 }
 
 /// Hashes `keys` (each at most [`MAX_SHORT_KEY`] bytes, at most [`LANES`] of them) into
-/// `out[..keys.len()]`.
+/// `out[..keys.len()]` with the portable code.
 pub fn md5_short_keys(keys: &[&[u8]], out: &mut [KeyHash]) {
-    debug_assert!(keys.len() <= LANES && out.len() >= keys.len());
-    // The padded block of every lane, as 16 little-endian words per lane, word-major.
-    let mut m: [V; 16] = [[0; LANES]; 16];
-    for (lane, key) in keys.iter().enumerate() {
-        debug_assert!(key.len() <= MAX_SHORT_KEY);
-        let mut block = [0u8; 64];
-        block[..key.len()].copy_from_slice(key);
-        block[key.len()] = 0x80;
-        block[56..64].copy_from_slice(&((key.len() as u64) * 8).to_le_bytes());
-        for (w, chunk) in block.chunks_exact(4).enumerate() {
-            m[w][lane] = u32::from_le_bytes(chunk.try_into().expect("4 bytes"));
-        }
-    }
-    let init = [0x6745_2301u32, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
-    let mut st = [splat(init[0]), splat(init[1]), splat(init[2]), splat(init[3])];
+    let m = padded_words::<LANES>(keys);
+    let mut st = [[INIT[0]; LANES], [INIT[1]; LANES], [INIT[2]; LANES], [INIT[3]; LANES]];
     for i in 0..16 {
         step(&mut st, i, &m, |b, c, d| (b & c) | (!b & d));
     }
@@ -159,28 +143,68 @@ pub fn md5_short_keys(keys: &[&[u8]], out: &mut [KeyHash]) {
     for i in 48..64 {
         step(&mut st, i, &m, |b, c, d| c ^ (b | !d));
     }
-    let [a, b, c, d] = st;
-    for (lane, digest) in out.iter_mut().enumerate().take(keys.len()) {
-        let words = [
-            init[0].wrapping_add(a[lane]),
-            init[1].wrapping_add(b[lane]),
-            init[2].wrapping_add(c[lane]),
-            init[3].wrapping_add(d[lane]),
-        ];
-        for (w, word) in words.iter().enumerate() {
-            digest[w * 4..w * 4 + 4].copy_from_slice(&word.to_le_bytes());
+    for (v, init) in st.iter_mut().zip(INIT) {
+        for x in v.iter_mut() {
+            *x = x.wrapping_add(init);
+        }
+    }
+    digests_from_state(&st, keys.len(), out);
+}
+
+/// The padded one-block message of each key (at most `N` keys of at most [`MAX_SHORT_KEY`]
+/// bytes) as sixteen little-endian words per lane, word-major: `words[w][lane]`.
+pub(super) fn padded_words<const N: usize>(keys: &[&[u8]]) -> [[u32; N]; 16] {
+    debug_assert!(keys.len() <= N);
+    let mut m = [[0u32; N]; 16];
+    for (lane, key) in keys.iter().enumerate() {
+        debug_assert!(key.len() <= MAX_SHORT_KEY);
+        let mut block = [0u8; 56];
+        block[..key.len()].copy_from_slice(key);
+        block[key.len()] = 0x80;
+        // Only the words holding the key and its pad byte are stored; the rest stay zero,
+        // but for the bit length in word 14 (word 15, its high half, is zero for a short key).
+        let used = (key.len() + 4) / 4;
+        for (w, chunk) in block.chunks_exact(4).take(used).enumerate() {
+            m[w][lane] = u32::from_le_bytes(chunk.try_into().expect("4 bytes"));
+        }
+        m[14][lane] = (key.len() as u32) * 8;
+    }
+    m
+}
+
+/// The digests of the first `n` lanes from the final state words `state[word][lane]`.
+pub(super) fn digests_from_state<const N: usize>(state: &[[u32; N]; 4], n: usize, out: &mut [KeyHash]) {
+    for (lane, digest) in out.iter_mut().enumerate().take(n) {
+        for (w, words) in state.iter().enumerate() {
+            digest[w * 4..w * 4 + 4].copy_from_slice(&words[lane].to_le_bytes());
         }
     }
 }
 
-/// Hashes every key of `keys` (any lengths) into `out`, eight short keys at a time.
+/// Hashes every key of `keys` (any lengths) into `out`: sixteen short keys at a time with
+/// AVX-512 when the CPU has it (checked at run time: the crate is built for baseline x86-64,
+/// whose SSE2 has neither vector rotates nor three-input logic), else eight at a time with the
+/// portable code; longer keys one by one with the `md-5` crate.
 pub fn md5_keys(keys: &[&[u8]], out: &mut Vec<KeyHash>) {
+    #[cfg(target_arch = "x86_64")]
+    if super::md5x16_avx512::available() {
+        md5_keys_by::<{ super::md5x16_avx512::LANES }>(keys, out, |k, o| {
+            // SAFETY: the CPU has AVX-512F (checked just above), the function's one requirement.
+            unsafe { super::md5x16_avx512::md5_short_keys_avx512(k, o) }
+        });
+        return;
+    }
+    md5_keys_by::<LANES>(keys, out, md5_short_keys);
+}
+
+/// [`md5_keys`] with `hash` taking up to `N` short keys at a time.
+fn md5_keys_by<const N: usize>(keys: &[&[u8]], out: &mut Vec<KeyHash>, hash: impl Fn(&[&[u8]], &mut [KeyHash])) {
     out.clear();
     out.resize(keys.len(), [0; 16]);
-    let mut lane_keys: [&[u8]; LANES] = [&[]; LANES];
-    let mut lane_index = [0usize; LANES];
+    let mut lane_keys: [&[u8]; N] = [&[]; N];
+    let mut lane_index = [0usize; N];
     let mut n = 0;
-    let mut digests = [[0u8; 16]; LANES];
+    let mut digests = [[0u8; 16]; N];
     for (i, key) in keys.iter().enumerate() {
         if key.len() > MAX_SHORT_KEY {
             out[i] = super::offset_map::hash_key(key);
@@ -189,16 +213,16 @@ pub fn md5_keys(keys: &[&[u8]], out: &mut Vec<KeyHash>) {
         lane_keys[n] = key;
         lane_index[n] = i;
         n += 1;
-        if n == LANES {
-            md5_short_keys(&lane_keys, &mut digests);
-            for l in 0..LANES {
+        if n == N {
+            hash(&lane_keys, &mut digests);
+            for l in 0..N {
                 out[lane_index[l]] = digests[l];
             }
             n = 0;
         }
     }
     if n > 0 {
-        md5_short_keys(&lane_keys[..n], &mut digests);
+        hash(&lane_keys[..n], &mut digests);
         for l in 0..n {
             out[lane_index[l]] = digests[l];
         }
@@ -255,9 +279,13 @@ mod tests {
         let data: Vec<u8> = (0..200u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
         let keys: Vec<&[u8]> = (0..=120).map(|n| &data[n % 7..n % 7 + n]).collect();
         let mut out = Vec::new();
-        md5_keys(&keys, &mut out);
+        md5_keys(&keys, &mut out); // AVX-512 where the CPU has it
         for (k, h) in keys.iter().zip(&out) {
             assert_eq!(*h, hash_key(k), "key of {} bytes", k.len());
+        }
+        md5_keys_by::<LANES>(&keys, &mut out, md5_short_keys); // the portable code everywhere
+        for (k, h) in keys.iter().zip(&out) {
+            assert_eq!(*h, hash_key(k), "portable code, key of {} bytes", k.len());
         }
     }
 }

@@ -20,6 +20,8 @@ pub mod filter;
 pub mod log_cleaner;
 pub mod log_cleaner_manager;
 pub mod log_to_clean;
+#[cfg(target_arch = "x86_64")]
+pub mod md5x16_avx512;
 pub mod md5x8;
 pub mod offset_map;
 pub mod producer_scan;

@@ -281,7 +281,7 @@ impl AbstractIndex {
     /// Kafka's length check: the file length must be a multiple of the entry size.
     pub(crate) fn check_length(&self) -> Result<()> {
         let len = self.storage.len();
-        if len % self.entry_size == 0 {
+        if len.is_multiple_of(self.entry_size) {
             Ok(())
         } else {
             Err(self.corrupt(format!(

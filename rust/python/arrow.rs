@@ -35,7 +35,7 @@ impl BinaryColumn {
 
     #[inline]
     fn push(&mut self, v: Option<&[u8]>) {
-        if self.len % 8 == 0 {
+        if self.len.is_multiple_of(8) {
             self.validity.push(0);
         }
         match v {
