@@ -10,6 +10,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use super::cleaner_stats::CleanerStats;
 use super::filter::{AbortedTxn, CleanedTransactionMetadata, CleanerFilter, LastRecord};
 use super::log_to_clean::{calculate_cleanable_bytes, cleanable_offsets, LogToClean};
+use super::mapped_records::MappedRecords;
 use super::md5x8::hash_record_keys;
 use super::offset_map::{KeyHash, SkimpyOffsetMap};
 use super::producer_scan::ProducerScan;
@@ -146,6 +147,8 @@ pub struct Cleaner {
     throttler: Arc<Throttler>,
     clock: SharedClock,
     bufs: IoBuffers,
+    /// What pass 1 learned about the records it mapped, for pass 2.
+    mapped: MappedRecords,
 }
 
 impl std::fmt::Debug for Cleaner {
@@ -185,7 +188,7 @@ impl Cleaner {
         }
         let io = params.io_buffer_size.max(crate::record::batch::RECORD_BATCH_OVERHEAD);
         let bufs = IoBuffers::new(io, params.max_io_buffer_size);
-        Ok(Cleaner { id, map, params, throttler, clock, bufs })
+        Ok(Cleaner { id, map, params, throttler, clock, bufs, mapped: MappedRecords::default() })
     }
 
     /// The id used in log lines.
@@ -297,6 +300,7 @@ impl Cleaner {
         check: &dyn Fn() -> Result<()>,
     ) -> Result<()> {
         self.map.clear();
+        self.mapped.clear(start);
         let dirty = log.log_segments(start, end);
         log::info!(
             "Cleaner {}: Building offset map for log {} for {} segments in offset range [{start}, {end}).",
@@ -366,15 +370,25 @@ impl Cleaner {
                     let mut keys = Vec::new();
                     let hashes = &mut self.bufs.hashes;
                     hash_record_keys(&records, |r| r.offset >= start, &mut keys, &mut self.bufs.digests, hashes);
-                    for h in hashes.iter().flatten() {
+                    for h in hashes.iter().take(PREFETCH_AHEAD).flatten() {
                         self.map.prefetch(h);
                     }
-                    for (r, hash) in records.iter().zip(hashes.iter()) {
+                    for (i, (r, hash)) in records.iter().zip(hashes.iter()).enumerate() {
+                        if let Some(Some(ahead)) = hashes.get(i + PREFETCH_AHEAD) {
+                            self.map.prefetch(ahead);
+                        }
                         if let Some(h) = hash {
                             if self.map.size() >= max_desired {
                                 return Ok(true);
                             }
-                            self.map.put_hash(h, r.offset)?;
+                            // (An offset below the one it replaces only appears in a damaged
+                            // log; Kafka's rule then keeps both records, and so does the map.)
+                            if let Some(old) = self.map.put_hash(h, r.offset)?.filter(|old| *old < r.offset) {
+                                self.mapped.mark_superseded(old);
+                            }
+                            if r.value.is_some() {
+                                self.mapped.mark_mapped(r.offset);
+                            }
                         }
                         stats.map_messages_read += 1;
                     }
@@ -494,6 +508,7 @@ impl Cleaner {
             last_records: round.last_records,
             upper_bound_offset: round.upper_bound,
             map: &mut self.map,
+            mapped: &self.mapped,
             txn,
         };
         let size = source.size();
@@ -524,6 +539,10 @@ impl Cleaner {
         Ok(())
     }
 }
+
+/// How many keys ahead of its inserts pass 1 prefetches map slots: enough misses in flight
+/// to hide memory latency, few enough not to overflow the CPU's miss buffers.
+const PREFETCH_AHEAD: usize = 16;
 
 /// A segment's modification time, 0 when retention has meanwhile unlinked its file (Java's
 /// `File.lastModified` of a missing file; the replace then skips the deleted segment).

@@ -23,6 +23,7 @@
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use super::cleaner_stats::CleanerStats;
+use super::mapped_records::{BatchFate, MappedRecords};
 use super::md5x8::hash_record_keys;
 use super::offset_map::{KeyHash, SkimpyOffsetMap};
 use crate::config::TimestampType;
@@ -187,6 +188,8 @@ pub struct CleanerFilter<'a> {
     pub upper_bound_offset: i64,
     /// The dedupe map of pass 1.
     pub map: &'a mut SkimpyOffsetMap,
+    /// What pass 1 learned about the records it mapped (spares their lookups).
+    pub mapped: &'a MappedRecords,
     /// Transaction state across the group.
     pub txn: &'a mut CleanedTransactionMetadata,
 }
@@ -245,23 +248,27 @@ impl CleanerFilter<'_> {
     }
 
     /// Whether `record` of `batch` survives (Kafka's `shouldRetainRecord`).
-    /// `hash` is the key's digest, computed (and its slot prefetched) beforehand.
+    /// `hash` is the key's digest, computed (and its slot prefetched) beforehand, unless pass 1
+    /// already knows whether the record is its key's latest (`known`).
     fn should_retain_record(
         &mut self,
         batch: &AnyBatch<'_>,
         offset: i64,
-        hash: Option<&KeyHash>,
+        (known, hash): (Option<bool>, Option<&KeyHash>),
         has_value: bool,
         stats: &mut CleanerStats,
     ) -> bool {
         if offset > self.map.latest_offset() {
             return true;
         }
-        let Some(hash) = hash else {
-            stats.invalid_messages_read += 1;
-            return false;
+        let latest = match (known, hash) {
+            (Some(latest), _) => latest,
+            (None, Some(hash)) => offset >= self.map.get_hash(hash),
+            (None, None) => {
+                stats.invalid_messages_read += 1;
+                return false;
+            }
         };
-        let latest = offset >= self.map.get_hash(hash);
         if !latest {
             return false;
         }
@@ -278,6 +285,45 @@ impl CleanerFilter<'_> {
             stats.tombstones_removed += 1;
         }
         retain_deletes
+    }
+
+    /// The shortcut for a data batch whose every offset pass 1 mapped (see
+    /// [`MappedRecords`]): all its records are their keys' latest, so it is copied verbatim,
+    /// or all were superseded, so it goes (or stays as an empty batch when `retention` says
+    /// so); either way it is not decoded. False when the records must be looked at one by one.
+    fn keep_or_drop_whole(
+        &self,
+        batch: &AnyBatch<'_>,
+        retention: BatchRetention,
+        out: &mut Vec<u8>,
+        result: &mut FilterResult,
+        stats: &mut CleanerStats,
+    ) -> Result<bool> {
+        let AnyBatch::V2(b) = batch else { return Ok(false) };
+        if b.is_control() || b.last_offset() > self.map.latest_offset() {
+            return Ok(false);
+        }
+        let start = out.len();
+        match self.mapped.batch_fate(b.base_offset(), b.last_offset()) {
+            BatchFate::Mixed => return Ok(false),
+            BatchFate::AllLatest => {
+                let count = batch.record_count()?;
+                out.extend_from_slice(batch.bytes());
+                stats.batches_copied_verbatim += 1;
+                result.messages_read += count;
+                result.messages_retained += count;
+                result.max_offset = result.max_offset.max(b.last_offset());
+            }
+            BatchFate::AllSuperseded => {
+                result.messages_read += batch.record_count()?;
+                if retention == BatchRetention::RetainEmpty {
+                    write_empty(batch, out)?;
+                    result.max_offset = result.max_offset.max(b.last_offset());
+                }
+            }
+        }
+        result.bytes_retained += out.len() - start;
+        Ok(true)
     }
 
     /// Filters the complete batches of `chunk` into `out` (Kafka's `MemoryRecords.filterTo`).
@@ -302,6 +348,9 @@ impl CleanerFilter<'_> {
             if retention == BatchRetention::Delete {
                 continue;
             }
+            if !discard_records && self.keep_or_drop_whole(&batch, retention, out, &mut result, stats)? {
+                continue;
+            }
             // Decode once; decide each record's fate.
             let mut records: Vec<Record<'_>> = Vec::new();
             batch
@@ -318,14 +367,23 @@ impl CleanerFilter<'_> {
             let latest = self.map.latest_offset();
             let mut keys = Vec::new();
             let lookup = !discard_records && !is_control;
-            hash_record_keys(&records, |r| lookup && r.offset <= latest, &mut keys, &mut digests, &mut hashes);
+            let mapped = self.mapped;
+            let wanted = |r: &Record<'_>| lookup && r.offset <= latest && mapped.is_latest(r.offset).is_none();
+            hash_record_keys(&records, wanted, &mut keys, &mut digests, &mut hashes);
             for h in hashes.iter().flatten() {
                 self.map.prefetch(h);
             }
             for (r, hash) in records.iter().zip(&hashes) {
+                let known = mapped.is_latest(r.offset);
                 let keep = !discard_records
                     && (is_control
-                        || self.should_retain_record(&batch, r.offset, hash.as_ref(), r.value.is_some(), stats));
+                        || self.should_retain_record(
+                            &batch,
+                            r.offset,
+                            (known, hash.as_ref()),
+                            r.value.is_some(),
+                            stats,
+                        ));
                 if keep {
                     max_offset = max_offset.max(r.offset);
                     contains_tombstones |= r.value.is_none();

@@ -1,6 +1,7 @@
 //! Log compaction (`cleanup.policy=compact`), mirroring Kafka's `LogCleaner`,
 //! `LogCleanerManager`, `Cleaner` and `SkimpyOffsetMap`:
 //! - [`offset_map`]: the key-hash -> offset map built in pass 1;
+//! - [`mapped_records`]: which records pass 1 put and saw superseded, so pass 2 skips them;
 //! - [`cleaner`]: cleaning one log (pass 1 builds the map over the dirty section, pass 2
 //!   recopies every segment below the map's end into `.cleaned` segments and swaps them in);
 //! - [`filter`]: the per-batch and per-record retention rules (`MemoryRecords.filterTo` with the
@@ -20,6 +21,7 @@ pub mod filter;
 pub mod log_cleaner;
 pub mod log_cleaner_manager;
 pub mod log_to_clean;
+pub mod mapped_records;
 #[cfg(target_arch = "x86_64")]
 pub mod md5x16_avx512;
 pub mod md5x8;

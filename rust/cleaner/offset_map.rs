@@ -128,12 +128,13 @@ impl SkimpyOffsetMap {
 
     /// Stores `offset` for `key`.
     pub fn put(&mut self, key: &[u8], offset: i64) -> Result<()> {
-        self.put_hash(&hash_key(key), offset)
+        self.put_hash(&hash_key(key), offset).map(|_| ())
     }
 
-    /// Stores `offset` for a key with digest `hash`. Fails when every slot is taken (Kafka
-    /// throws there too; the cleaner stops filling at the load factor long before).
-    pub fn put_hash(&mut self, hash: &KeyHash, offset: i64) -> Result<()> {
+    /// Stores `offset` for a key with digest `hash`; returns the offset it replaced, if the
+    /// key was there. Fails when every slot is taken (Kafka throws there too; the cleaner
+    /// stops filling at the load factor long before).
+    pub fn put_hash(&mut self, hash: &KeyHash, offset: i64) -> Result<Option<i64>> {
         if self.entries >= self.slots {
             return Err(Error::illegal_state(format!(
                 "attempted to add a new entry to a full offset map ({} slots)",
@@ -142,7 +143,7 @@ impl SkimpyOffsetMap {
         }
         self.lookups += 1;
         let mut attempt = 0usize;
-        loop {
+        let replaced = loop {
             let pos = self.position_of(hash, attempt);
             self.probes += 1;
             let slot = &mut self.bytes[pos..pos + BYTES_PER_ENTRY];
@@ -150,16 +151,17 @@ impl SkimpyOffsetMap {
                 slot[..HASH_SIZE].copy_from_slice(hash);
                 slot[HASH_SIZE..].copy_from_slice(&offset.to_be_bytes());
                 self.entries += 1;
-                break;
+                break None;
             }
             if &slot[..HASH_SIZE] == hash {
+                let old = i64::from_be_bytes(slot[HASH_SIZE..].try_into().expect("8 bytes"));
                 slot[HASH_SIZE..].copy_from_slice(&offset.to_be_bytes());
-                break;
+                break Some(old);
             }
             attempt += 1;
-        }
+        };
         self.latest_offset = offset;
-        Ok(())
+        Ok(replaced)
     }
 
     /// Asks the CPU to start loading the slot `hash` probes first, so that a later `put_hash`

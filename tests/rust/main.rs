@@ -11,9 +11,11 @@
 //! - `log_manager`: several log dirs, restarts, the scheduler, a failing dir;
 //! - `log_cleaner_manager`: the cleaner's partition states and checkpoints (Kafka's
 //!   `LogCleanerManagerTest`);
+//! - `cleaner_pass_two`: pass 2 using what pass 1 learned (whole batches kept or dropped undecoded);
 //! - `cleaner_threads`: the cleaner threads and the `LogManager`'s use of them (the cleaner
 //!   cases of `LogManagerTest`, dead threads, reconfiguration, status, on-demand compaction).
 
+mod cleaner_pass_two;
 mod cleaner_threads;
 mod common;
 mod fault;

@@ -1,0 +1,163 @@
+//! What pass 1 learned about each record it put into the offset map, so that pass 2 need not
+//! hash and look up those records again. kafkalog's addition; Kafka's cleaner hashes every
+//! keyed record in both passes.
+//!
+//! Pass 1 visits the dirty range in offset order and puts every keyed record into the map; a
+//! put that finds its key already there replaces an earlier record, which is then known to be
+//! superseded. For a record pass 1 put, Kafka's pass-2 rule (`offset >= map.get(key)`, for an
+//! offset not past the map's latest offset) therefore holds exactly when that record was never
+//! superseded: the map only ever holds this pass's offsets, and a key's stored offset is the
+//! last one put for it. Two bits per offset record this (mapped, superseded); pass 2 uses them
+//! for offsets up to the map's latest offset and falls back to the map for everything else
+//! (the clean section below the dirty range, unmapped records, offsets past the bits' cap).
+//!
+//! Only records with a value are marked mapped: a tombstone's fate also depends on its delete
+//! horizon, which pass 2 decides record by record. A batch whose offsets are all mapped and
+//! none superseded therefore holds no tombstone and no unkeyed record, and is kept whole
+//! without being decoded; one whose offsets are all superseded is dropped (or kept empty)
+//! likewise.
+//!
+//! Thread-safety: owned by one cleaner; not shared.
+
+/// Offsets a pass tracks at most (2 bits each: 16 MiB at the cap). A pass maps at most the
+/// map's capacity of keys, but a key may be written many times; past the cap, pass 2 looks
+/// records up in the map as Kafka does.
+const MAX_TRACKED_OFFSETS: usize = 1 << 26;
+
+/// Per-offset marks of one pass's mapped range (see the module docs).
+#[derive(Debug, Default)]
+pub struct MappedRecords {
+    first: i64,
+    mapped: Vec<u64>,
+    superseded: Vec<u64>,
+}
+
+/// What pass 1 knows of a batch's offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchFate {
+    /// Every offset was mapped and is its key's latest: every record is kept.
+    AllLatest,
+    /// Every offset was mapped and then superseded: no record is kept.
+    AllSuperseded,
+    /// Anything else: decide record by record.
+    Mixed,
+}
+
+impl MappedRecords {
+    /// Forgets everything; the next pass's range starts at `first`.
+    pub fn clear(&mut self, first: i64) {
+        self.first = first;
+        self.mapped.clear();
+        self.superseded.clear();
+    }
+
+    fn index(&self, offset: i64) -> Option<usize> {
+        let i = usize::try_from(offset.checked_sub(self.first)?).ok()?;
+        (i < MAX_TRACKED_OFFSETS).then_some(i)
+    }
+
+    /// Marks `offset` as put into the map (a record with a key and a value).
+    pub fn mark_mapped(&mut self, offset: i64) {
+        if let Some(i) = self.index(offset) {
+            let word = i / 64;
+            if word >= self.mapped.len() {
+                self.mapped.resize(word + 1, 0);
+                self.superseded.resize(word + 1, 0);
+            }
+            self.mapped[word] |= 1 << (i % 64);
+        }
+    }
+
+    /// Marks `offset` as replaced in the map by a later record of the same key.
+    pub fn mark_superseded(&mut self, offset: i64) {
+        if let Some(i) = self.index(offset) {
+            if let Some(w) = self.superseded.get_mut(i / 64) {
+                *w |= 1 << (i % 64);
+            }
+        }
+    }
+
+    /// For a mapped offset: whether its record is still its key's latest. `None` when pass 1
+    /// did not map it (look it up in the map).
+    pub fn is_latest(&self, offset: i64) -> Option<bool> {
+        let i = self.index(offset)?;
+        let (word, bit) = (i / 64, 1u64 << (i % 64));
+        if self.mapped.get(word)? & bit == 0 {
+            return None;
+        }
+        Some(self.superseded[word] & bit == 0)
+    }
+
+    /// What pass 1 knows of every offset in `[base, last]`.
+    pub fn batch_fate(&self, base: i64, last: i64) -> BatchFate {
+        let (Some(lo), Some(hi)) = (self.index(base), self.index(last)) else {
+            return BatchFate::Mixed;
+        };
+        if hi < lo || hi / 64 >= self.mapped.len() {
+            return BatchFate::Mixed;
+        }
+        let (mut all_latest, mut all_superseded) = (true, true);
+        for word in lo / 64..=hi / 64 {
+            let from = if word == lo / 64 { lo % 64 } else { 0 };
+            let to = if word == hi / 64 { hi % 64 } else { 63 };
+            let mask = (u64::MAX >> (63 - to)) & (u64::MAX << from);
+            let (mapped, superseded) = (self.mapped[word] & mask, self.superseded[word] & mask);
+            if mapped != mask {
+                return BatchFate::Mixed;
+            }
+            all_latest &= superseded == 0;
+            all_superseded &= superseded == mask;
+            if !all_latest && !all_superseded {
+                return BatchFate::Mixed;
+            }
+        }
+        if all_latest {
+            BatchFate::AllLatest
+        } else {
+            BatchFate::AllSuperseded
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_and_fates() {
+        let mut m = MappedRecords::default();
+        m.clear(1000);
+        for o in 1000..1200 {
+            m.mark_mapped(o);
+        }
+        for o in 1100..1150 {
+            m.mark_superseded(o);
+        }
+        assert_eq!(m.is_latest(999), None);
+        assert_eq!(m.is_latest(1000), Some(true));
+        assert_eq!(m.is_latest(1100), Some(false));
+        assert_eq!(m.is_latest(1200), None);
+        assert_eq!(m.batch_fate(1000, 1099), BatchFate::AllLatest);
+        assert_eq!(m.batch_fate(1100, 1149), BatchFate::AllSuperseded);
+        assert_eq!(m.batch_fate(1101, 1101), BatchFate::AllSuperseded);
+        assert_eq!(m.batch_fate(1090, 1110), BatchFate::Mixed);
+        assert_eq!(m.batch_fate(1150, 1200), BatchFate::Mixed); // 1200 was not mapped
+        assert_eq!(m.batch_fate(990, 1010), BatchFate::Mixed);
+        m.clear(0);
+        m.mark_mapped(5);
+        m.mark_mapped(7);
+        assert_eq!(m.batch_fate(5, 7), BatchFate::Mixed); // 6 was not mapped (a tombstone)
+        assert_eq!(m.is_latest(1000), None);
+    }
+
+    #[test]
+    fn offsets_past_the_cap_are_not_tracked() {
+        let mut m = MappedRecords::default();
+        m.clear(0);
+        let far = MAX_TRACKED_OFFSETS as i64;
+        m.mark_mapped(far);
+        m.mark_superseded(far);
+        assert_eq!(m.is_latest(far), None);
+        assert_eq!(m.batch_fate(far - 1, far), BatchFate::Mixed);
+    }
+}
