@@ -38,6 +38,8 @@ class CleanerStats:
     """Tombstones removed because their delete horizon passed."""
     batches_copied_verbatim: int = 0
     segments_written: int = 0
+    segments_kept: int = 0
+    """Segments the clean left exactly as they were, kept without being rewritten."""
     throttled_ms: int = 0
 
     @property

@@ -127,6 +127,32 @@ impl IoBuffers {
         Ok(())
     }
 
+    /// Appends the first `len` bytes of `source` (whole batches, all kept as they were) to
+    /// `dest`, chunk by chunk, through the read buffer (which has already held every one of
+    /// those batches). Returns the bytes written.
+    fn copy_prefix(&mut self, source: &LogSegment, dest: &LogSegment, len: u64) -> Result<u64> {
+        let mut position = 0u64;
+        while position < len {
+            let n = self.read_chunk(source, position, len)?;
+            let (mut valid, mut last_offset, mut records) = (0usize, -1i64, 0u64);
+            for item in BatchIter::new(&self.read[..n]) {
+                let (at, batch) = item.map_err(|e| e.in_file(&source.path(), position))?;
+                valid = at + batch.size_in_bytes();
+                last_offset = batch.last_offset();
+                records += batch.record_count()?;
+            }
+            if valid == 0 {
+                return Err(Error::illegal_state(format!(
+                    "cannot re-read the batch at position {position} of {}",
+                    source.path().display()
+                )));
+            }
+            dest.append(last_offset, &self.read[..valid], records)?;
+            position += valid as u64;
+        }
+        Ok(position)
+    }
+
     fn restore(&mut self) {
         if self.read.len() > self.base_size {
             self.read.truncate(self.base_size);
@@ -422,12 +448,21 @@ impl Cleaner {
         let log = round.log;
         let cleaned = Arc::new(log.create_new_cleaned_segment(group[0].base_offset())?);
         let built = self.fill_cleaned(round, group, &cleaned, stats, txn);
-        if let Err(e) = built {
-            // Nothing was swapped yet: the `.cleaned` files are ours to remove.
+        if !matches!(built, Ok(Filled::Written)) {
+            // Nothing was swapped: the `.cleaned` files are ours to remove.
             if let Err(d) = cleaned.delete_if_exists() {
                 log::warn!("could not remove {}: {d}", cleaned.path().display());
             }
-            return Err(e);
+        }
+        if built? == Filled::Unchanged {
+            stats.segments_kept += 1;
+            log::info!(
+                "Cleaner {}: segment {} of log {} is unchanged by the clean: kept as it is",
+                self.id,
+                group[0].base_offset(),
+                log.topic_partition()
+            );
+            return Ok(());
         }
         log::info!(
             "Cleaner {}: Swapping in cleaned segment {} for segment(s) {:?} in log {}",
@@ -441,7 +476,9 @@ impl Cleaner {
         Ok(())
     }
 
-    /// Recopies every segment of `group` into `cleaned`, then finishes its files.
+    /// Recopies every segment of `group` into `cleaned`, then finishes its files; or, for a
+    /// group of one segment that the clean leaves exactly as it is, writes nothing (Kafka
+    /// rewrites it anyway; kafkalog keeps the original, the same bytes).
     fn fill_cleaned(
         &mut self,
         round: &Round<'_>,
@@ -449,8 +486,10 @@ impl Cleaner {
         cleaned: &Arc<LogSegment>,
         stats: &mut CleanerStats,
         txn: &mut CleanedTransactionMetadata,
-    ) -> Result<()> {
+    ) -> Result<Filled> {
         let log = round.log;
+        let mut output =
+            CleanedOutput { segment: cleaned, writeback_from: 0, deferred: (group.len() == 1).then_some(0) };
         for (i, segment) in group.iter().enumerate() {
             let upper = match group.get(i + 1) {
                 Some(next) => next.base_offset(),
@@ -458,7 +497,7 @@ impl Cleaner {
             };
             txn.add_aborted_transactions(&overlapping(round.aborted, segment.base_offset(), upper));
             let retain_legacy_deletes = last_modified_or_zero(segment)? > round.legacy_delete_horizon;
-            match self.clean_into(round, segment, cleaned, retain_legacy_deletes, stats, txn) {
+            match self.clean_into(round, segment, retain_legacy_deletes, stats, txn, &mut output) {
                 Err(Error::OffsetOverflow { base_offset, offset }) => {
                     log::info!(
                         "Cleaner {}: offset {offset} does not fit a segment at base {base_offset}: splitting {} and \
@@ -473,6 +512,14 @@ impl Cleaner {
             }
         }
         let aborted = txn.take_retained_aborted();
+        if let Some(unwritten) = output.deferred {
+            if aborted.is_empty() {
+                return Ok(Filled::Unchanged);
+            }
+            // The cleaned segment gets a `.txnindex` the original may lack: write it after all.
+            let copied = self.bufs.copy_prefix(&group[0], cleaned, unwritten)?;
+            self.throttler.maybe_throttle(copied as f64);
+        }
         if !aborted.is_empty() {
             let mut bytes = Vec::with_capacity(aborted.len() * AbortedTxn::SIZE);
             for t in &aborted {
@@ -485,19 +532,20 @@ impl Cleaner {
         let last = group.last().expect("groups are never empty");
         let modified = UNIX_EPOCH + Duration::from_millis(last_modified_or_zero(last)?.max(0) as u64);
         cleaned.log().set_modified(modified)?;
-        Ok(())
+        Ok(Filled::Written)
     }
 
-    /// Filters one source segment into `dest` chunk by chunk (Kafka's `cleanInto`).
+    /// Filters one source segment into `output`'s segment chunk by chunk (Kafka's `cleanInto`).
     fn clean_into(
         &mut self,
         round: &Round<'_>,
         source: &LogSegment,
-        dest: &LogSegment,
         retain_legacy_deletes: bool,
         stats: &mut CleanerStats,
         txn: &mut CleanedTransactionMetadata,
+        output: &mut CleanedOutput<'_>,
     ) -> Result<()> {
+        let dest = output.segment;
         let config = round.log.config();
         let max_message_bytes = config.max_message_bytes.max(0) as usize;
         let path = source.path();
@@ -526,10 +574,28 @@ impl Cleaner {
             stats.bytes_read += result.bytes_read as u64;
             stats.messages_written += result.messages_retained;
             stats.bytes_written += result.bytes_retained as u64;
+            let chunk_start = position;
             position += result.bytes_read as u64;
+            if let Some(unwritten) = output.deferred {
+                if result.batches_verbatim == result.batches_read {
+                    output.deferred = Some(unwritten + result.bytes_read as u64);
+                    bufs.out.clear();
+                } else {
+                    // The first change: what came before goes out as it was, then this chunk.
+                    output.deferred = None;
+                    let copied = self.bufs.copy_prefix(source, dest, chunk_start)?;
+                    self.throttler.maybe_throttle(copied as f64);
+                }
+            }
+            let bufs = &mut self.bufs;
             if !bufs.out.is_empty() {
                 dest.append(result.max_offset, &bufs.out, result.messages_retained)?;
                 self.throttler.maybe_throttle(bufs.out.len() as f64);
+                let written = dest.size();
+                if written - output.writeback_from >= WRITEBACK_BYTES {
+                    dest.log().start_writeback(output.writeback_from, written);
+                    output.writeback_from = written;
+                }
             }
             if n > 0 && result.bytes_read == 0 {
                 self.bufs.grow_or_fail(source, position, max_message_bytes, n)?;
@@ -539,6 +605,29 @@ impl Cleaner {
         Ok(())
     }
 }
+
+/// How filling a `.cleaned` segment ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Filled {
+    /// The cleaned segment is complete and flushed: swap it in.
+    Written,
+    /// The group's one segment is unchanged; nothing was written.
+    Unchanged,
+}
+
+/// The `.cleaned` segment being written, and its state.
+struct CleanedOutput<'a> {
+    segment: &'a LogSegment,
+    /// Where the next write-back hint starts.
+    writeback_from: u64,
+    /// For a group of one segment: the length of the source prefix that came out unchanged
+    /// and is not written yet (`None` once something changed, or for a group of several).
+    deferred: Option<u64>,
+}
+
+/// Bytes of a `.cleaned` segment written between two write-back hints: the disk writes the
+/// segment while the cleaner fills it, instead of all at its fsync.
+const WRITEBACK_BYTES: u64 = 8 << 20;
 
 /// How many keys ahead of its inserts pass 1 prefetches map slots: enough misses in flight
 /// to hide memory latency, few enough not to overflow the CPU's miss buffers.

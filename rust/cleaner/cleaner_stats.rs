@@ -35,6 +35,8 @@ pub struct CleanerStats {
     pub batches_copied_verbatim: u64,
     /// Cleaned segments written (one per group).
     pub segments_written: u64,
+    /// Groups of one segment the clean left exactly as they were, kept without a rewrite.
+    pub segments_kept: u64,
     /// Milliseconds spent sleeping in the shared throttle.
     pub throttled_ms: u64,
     started: Instant,
@@ -57,6 +59,7 @@ impl Default for CleanerStats {
             tombstones_removed: 0,
             batches_copied_verbatim: 0,
             segments_written: 0,
+            segments_kept: 0,
             throttled_ms: 0,
             started: Instant::now(),
         }
@@ -130,6 +133,7 @@ impl CleanerStats {
         self.tombstones_removed += o.tombstones_removed;
         self.batches_copied_verbatim += o.batches_copied_verbatim;
         self.segments_written += o.segments_written;
+        self.segments_kept += o.segments_kept;
         self.throttled_ms += o.throttled_ms;
     }
 

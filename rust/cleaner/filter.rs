@@ -207,6 +207,10 @@ pub struct FilterResult {
     pub bytes_retained: usize,
     /// Largest offset written, -1 if none.
     pub max_offset: i64,
+    /// Batches read, and of those, batches copied as they were: the chunk came out unchanged
+    /// when the two are equal.
+    pub batches_read: u64,
+    pub batches_verbatim: u64,
 }
 
 impl CleanerFilter<'_> {
@@ -310,6 +314,7 @@ impl CleanerFilter<'_> {
                 let count = batch.record_count()?;
                 out.extend_from_slice(batch.bytes());
                 stats.batches_copied_verbatim += 1;
+                result.batches_verbatim += 1;
                 result.messages_read += count;
                 result.messages_retained += count;
                 result.max_offset = result.max_offset.max(b.last_offset());
@@ -345,6 +350,7 @@ impl CleanerFilter<'_> {
             let (retention, discard_records, marker_for_empty_txn) =
                 self.check_batch_retention(&batch, scratch).map_err(|e| e.with_position_offset(position as u64))?;
             result.bytes_read += batch.size_in_bytes();
+            result.batches_read += 1;
             if retention == BatchRetention::Delete {
                 continue;
             }
@@ -405,6 +411,7 @@ impl CleanerFilter<'_> {
                 if original && !need_horizon {
                     out.extend_from_slice(batch.bytes());
                     stats.batches_copied_verbatim += 1;
+                    result.batches_verbatim += 1;
                     result.max_offset = result.max_offset.max(batch.last_offset());
                 } else {
                     let horizon = if need_horizon {

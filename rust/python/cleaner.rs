@@ -31,6 +31,7 @@ pub(crate) fn stats_to_py<'py>(py: Python<'py>, s: &CleanerStats) -> PyResult<Bo
     d.set_item("tombstones_removed", s.tombstones_removed)?;
     d.set_item("batches_copied_verbatim", s.batches_copied_verbatim)?;
     d.set_item("segments_written", s.segments_written)?;
+    d.set_item("segments_kept", s.segments_kept)?;
     d.set_item("throttled_ms", s.throttled_ms)?;
     class(py, "CleanerStats")?.call((), Some(&d))
 }

@@ -167,6 +167,14 @@ impl FileRecords {
         Ok(data.len())
     }
 
+    /// Starts writing `[from, to)` back to disk without waiting (see
+    /// [`crate::util::file::start_writeback`]); nothing for a read-only file.
+    pub fn start_writeback(&self, from: u64, to: u64) {
+        if self.writable && to > from {
+            crate::util::file::start_writeback(&self.file, &self.path.read(), from, to - from);
+        }
+    }
+
     /// Fsyncs the file's data (`flush`).
     pub fn flush(&self) -> Result<()> {
         if self.writable {

@@ -174,3 +174,53 @@ fn tiny_maps_that_fill_mid_batch_give_the_same_log() {
     }
     assert_eq!(results[0].1.len(), keys.len());
 }
+
+/// A segment the clean leaves exactly as it is stays in place (same file, same bytes), no
+/// `.cleaned` file is left, and the next segment, which does change, is rewritten: its
+/// unchanged prefix is written out when the first change comes.
+#[test]
+fn an_unchanged_segment_is_kept_and_a_changed_one_rewritten() {
+    let fx = Fixture::new();
+    let cfg = config(&[
+        ("cleanup.policy", "compact"),
+        ("file.delete.delay.ms", "0"),
+        ("internal.segment.bytes", "600"),
+        ("segment.index.bytes", "80"), // groups of one segment
+    ]);
+    let log = Arc::new(fx.open(&cfg));
+    // Segment 0: keys a.. that nothing supersedes. Then segments whose last batch is
+    // superseded by the final batch.
+    let mut n = 0;
+    while log.number_of_segments() < 3 {
+        let key = format!("key-{n:03}");
+        append(&log, &[(Some(&key), Some("v"))]);
+        n += 1;
+    }
+    let second_base = log.segments()[1].base_offset();
+    let third_base = log.segments()[2].base_offset();
+    let superseded = format!("key-{:03}", third_base - 1); // the second segment's last record
+    append(&log, &[(Some(&superseded), Some("w"))]);
+    log.roll().expect("roll");
+    let end = log.log_end_offset();
+    let before: Vec<(std::path::PathBuf, Vec<u8>, std::time::SystemTime)> = log
+        .log_segments(0, end)
+        .iter()
+        .map(|s| (s.path(), std::fs::read(s.path()).unwrap(), std::fs::metadata(s.path()).unwrap().modified().unwrap()))
+        .collect();
+    let (_, stats) =
+        cleaner(&fx, 1 << 20).do_clean(&LogToClean::new(log.clone(), 0, end, false), T0, &|| Ok(())).expect("clean");
+    let after: Vec<(std::path::PathBuf, Vec<u8>)> =
+        log.log_segments(0, end).iter().map(|s| (s.path(), std::fs::read(s.path()).unwrap())).collect();
+    assert_eq!(after[0], (before[0].0.clone(), before[0].1.clone()), "segment 0 untouched");
+    assert_eq!(std::fs::metadata(&after[0].0).unwrap().modified().unwrap(), before[0].2);
+    let second = after.iter().find(|(p, _)| *p == before[1].0).expect("second segment");
+    assert_eq!(second.1.len(), before[1].1.len() - (before[1].1.len() / (third_base - second_base) as usize));
+    assert!(before[1].1.starts_with(&second.1), "the unchanged prefix, then nothing (the last batch went)");
+    assert!(stats.segments_kept >= 1 && stats.segments_written >= 1, "{stats:?}");
+    assert_eq!(stats.segments_kept + stats.segments_written, log.log_segments(0, end).len() as u64);
+    let leftovers = crate::common::files_with_suffix(&fx.dir, ".cleaned");
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let rows: Vec<Row> = batches_below(&log, end).into_iter().flat_map(|b| b.1).collect();
+    assert_eq!(rows.len() as i64, end - 1, "one record superseded");
+    assert_eq!(rows.last().unwrap(), &row(end - 1, &superseded, Some("w")));
+}
