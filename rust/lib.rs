@@ -17,10 +17,11 @@
 //! The Python module (`kafkalog._native`) lives in `python/` behind the `python` feature.
 //!
 //! `unsafe` appears in five places only, each with a `SAFETY:` comment: the index memory maps
-//! (`index/mmap.rs`), the directory `flock` (`util/file.rs`), the read-only buffer protocol
-//! that hands Arrow column bytes to Python without a copy (`python/buffer.rs`), the cache
-//! prefetch hint of the cleaner's offset map (`cleaner/offset_map.rs`), and the AVX-512 MD5
-//! kernel, called only after a run-time CPU check (`cleaner/md5x16_avx512.rs`).
+//! (`index/mmap.rs`), the directory locks and the write-back hint (`util/file.rs`), the
+//! read-only buffer protocol that hands Arrow column bytes to Python without a copy
+//! (`python/buffer.rs`), the cache prefetch hint of the cleaner's offset map
+//! (`cleaner/offset_map.rs`), and the AVX-512 MD5 kernel, called only after a run-time CPU
+//! check (`cleaner/md5x16_avx512.rs`).
 
 #![warn(clippy::pedantic)]
 #![allow(
