@@ -12,7 +12,8 @@ thread, so about 5.03 M keys a pass):
 - ``1M keys``: 1,000,000 distinct keys, each written twice (2 M records, ~250 MB): one pass;
 - ``10M keys``: 10,000,000 keys written once, then 3,000,000 of them again (13 M records,
   ~1.6 GB): the map holds about half the keys, so three passes, each recopying the log from
-  its start (Kafka's algorithm; kafkalog follows it).
+  its start (Kafka's algorithm; kafkalog follows it, but keeps a segment that a pass leaves
+  byte for byte as it was instead of rewriting it, and spares pass 2 the records pass 1 mapped).
 
 ``--quick`` (smoke runs) replaces them with 200,000 keys written twice, cleaned once with the
 128 MiB map and once with a 2 MiB map (several passes).
@@ -21,7 +22,8 @@ Each scenario's input is written once through kafkalog (follower appends of read
 then a roll, so all of it is cleanable); every timed run cleans a fresh copy of it (copied and
 ``os.sync()``-ed outside the clock, so the page cache is warm and no write-back is pending). A run
 of kafkalog times ``compact_now(dedupe_buffer_size=...)`` on an open log (the open and the close
-are outside the clock; the call allocates its own map, inside the clock); a run of Kafka
+are outside the clock; the call takes the offset map the previous call left idle, which
+the warm-up run allocates, as compact_now does in any process); a run of Kafka
 (tests/interop/java/KafkaCleanerDriver.java, the JVM options of a broker: BENCH_JVM_OPTS) times
 ``Cleaner.doClean`` passes over the same range, with one Cleaner and map reused across runs as a
 cleaner thread does. Both report passes, records kept and bytes; the script checks that both did

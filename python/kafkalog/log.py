@@ -218,7 +218,11 @@ class UnifiedLog:
         ``log.cleaner.io.max.bytes.per.second``. A truncation or close of the log meanwhile
         stops the clean with ``LogCleaningAbortedError`` and leaves the log unchanged. An I/O
         error while the cleaned segments are swapped in closes the log (the swap may be half
-        done; reopening finishes or rolls it back), as Kafka takes the log dir offline."""
+        done; reopening finishes or rolls it back), as Kafka takes the log dir offline.
+
+        The offset map (``dedupe_buffer_size`` bytes) stays allocated after the call for the
+        next on-demand clean in this process, as a cleaner thread keeps its map: at most two
+        idle maps are kept; a call asking for another size allocates its own."""
         if self._log.managed:
             raise IllegalStateError(
                 f"{self} belongs to a LogManager, whose cleaner keeps its cleaner-offset-checkpoint: "

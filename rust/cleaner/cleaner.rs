@@ -10,7 +10,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use super::cleaner_stats::CleanerStats;
 use super::filter::{AbortedTxn, CleanedTransactionMetadata, CleanerFilter, LastRecord};
 use super::log_to_clean::{calculate_cleanable_bytes, cleanable_offsets, LogToClean};
-use super::mapped_records::MappedRecords;
+use super::mapped_records::{MappedRecords, TRACKED_OFFSETS_PER_SLOT};
 use super::md5x8::hash_record_keys;
 use super::offset_map::{KeyHash, SkimpyOffsetMap};
 use super::producer_scan::ProducerScan;
@@ -227,6 +227,11 @@ impl Cleaner {
         &self.map
     }
 
+    /// Gives the offset map back, for another cleaner to reuse.
+    pub fn into_offset_map(self) -> SkimpyOffsetMap {
+        self.map
+    }
+
     /// Keys one pass can map: slots x load factor.
     pub fn map_capacity(&self) -> usize {
         (self.map.slots() as f64 * self.params.dedupe_buffer_load_factor) as usize
@@ -326,7 +331,7 @@ impl Cleaner {
         check: &dyn Fn() -> Result<()>,
     ) -> Result<()> {
         self.map.clear();
-        self.mapped.clear(start);
+        self.mapped.clear(start, self.map.slots().saturating_mul(TRACKED_OFFSETS_PER_SLOT));
         let dirty = log.log_segments(start, end);
         log::info!(
             "Cleaner {}: Building offset map for log {} for {} segments in offset range [{start}, {end}).",

@@ -19,15 +19,16 @@
 //!
 //! Thread-safety: owned by one cleaner; not shared.
 
-/// Offsets a pass tracks at most (2 bits each: 16 MiB at the cap). A pass maps at most the
-/// map's capacity of keys, but a key may be written many times; past the cap, pass 2 looks
-/// records up in the map as Kafka does.
-const MAX_TRACKED_OFFSETS: usize = 1 << 26;
+/// Offsets a pass tracks per slot of the offset map (2 bits each: one byte per 24-byte slot,
+/// about 4% on top of the map). A pass maps at most the map's capacity of keys, but a key may
+/// be written many times; past the cap, pass 2 looks records up in the map as Kafka does.
+pub const TRACKED_OFFSETS_PER_SLOT: usize = 4;
 
 /// Per-offset marks of one pass's mapped range (see the module docs).
 #[derive(Debug, Default)]
 pub struct MappedRecords {
     first: i64,
+    cap: usize,
     mapped: Vec<u64>,
     superseded: Vec<u64>,
 }
@@ -44,16 +45,18 @@ pub enum BatchFate {
 }
 
 impl MappedRecords {
-    /// Forgets everything; the next pass's range starts at `first`.
-    pub fn clear(&mut self, first: i64) {
+    /// Forgets everything; the next pass's range starts at `first` and tracks at most `cap`
+    /// offsets.
+    pub fn clear(&mut self, first: i64, cap: usize) {
         self.first = first;
+        self.cap = cap;
         self.mapped.clear();
         self.superseded.clear();
     }
 
     fn index(&self, offset: i64) -> Option<usize> {
         let i = usize::try_from(offset.checked_sub(self.first)?).ok()?;
-        (i < MAX_TRACKED_OFFSETS).then_some(i)
+        (i < self.cap).then_some(i)
     }
 
     /// Marks `offset` as put into the map (a record with a key and a value).
@@ -126,7 +129,7 @@ mod tests {
     #[test]
     fn marks_and_fates() {
         let mut m = MappedRecords::default();
-        m.clear(1000);
+        m.clear(1000, 1 << 20);
         for o in 1000..1200 {
             m.mark_mapped(o);
         }
@@ -143,7 +146,7 @@ mod tests {
         assert_eq!(m.batch_fate(1090, 1110), BatchFate::Mixed);
         assert_eq!(m.batch_fate(1150, 1200), BatchFate::Mixed); // 1200 was not mapped
         assert_eq!(m.batch_fate(990, 1010), BatchFate::Mixed);
-        m.clear(0);
+        m.clear(0, 1 << 20);
         m.mark_mapped(5);
         m.mark_mapped(7);
         assert_eq!(m.batch_fate(5, 7), BatchFate::Mixed); // 6 was not mapped (a tombstone)
@@ -153,8 +156,8 @@ mod tests {
     #[test]
     fn offsets_past_the_cap_are_not_tracked() {
         let mut m = MappedRecords::default();
-        m.clear(0);
-        let far = MAX_TRACKED_OFFSETS as i64;
+        m.clear(0, 1000);
+        let far = 1000;
         m.mark_mapped(far);
         m.mark_superseded(far);
         assert_eq!(m.is_latest(far), None);

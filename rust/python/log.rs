@@ -389,7 +389,9 @@ impl PyUnifiedLog {
         let options = crate::cleaner::CompactOptions { first_dirty_offset, now_ms: time_ms };
         let result = run(py, move || {
             let mut cleaner = sizes.build(Arc::new(SystemClock))?;
-            crate::cleaner::compact_log(&mut cleaner, &log, &options, &|| Ok(()))
+            let result = crate::cleaner::compact_log(&mut cleaner, &log, &options, &|| Ok(()));
+            super::cleaner::return_idle_map(cleaner.into_offset_map());
+            result
         })?;
         super::cleaner::compact_result_to_py(py, &result, 0, &self.inner.topic_partition().to_string())
     }
