@@ -27,6 +27,8 @@ __all__ = [
     "KafkaStorageError",
     "AllLogDirsOfflineError",
     "LogCleaningAbortedError",
+    "InvalidOptionError",
+    "DataLossError",
 ]
 
 
@@ -110,3 +112,42 @@ class AllLogDirsOfflineError(KafkaStorageError):
 class LogCleaningAbortedError(KafkaLogError):
     """A clean stopped because its log was truncated, deleted or closed meanwhile (Kafka's
     LogCleaningAbortedException). The log is unchanged; cleaning it again is safe."""
+
+
+class InvalidOptionError(InvalidConfigError):
+    """A Spark data source option (``kafkalog.spark``) that is unknown, missing, malformed or out
+    of range. ``option`` is the option's documented name (Spark's Kafka-source spelling, e.g.
+    ``startingOffsets``), ``value`` the string given (None when missing).
+
+    The constructor's arguments are its ``args``, so the error pickles back from Spark executors
+    with its fields intact."""
+
+    def __init__(self, option: str, value: str | None, reason: str) -> None:
+        super().__init__(option, value, reason)
+        self.option = option
+        self.value = value
+        self.reason = reason
+
+    def __str__(self) -> str:
+        shown = "missing" if self.value is None else f"= {self.value!r}"
+        return f"option {self.option!r} {shown}: {self.reason}"
+
+
+class DataLossError(OffsetOutOfRangeError):
+    """Records a Spark query needs are gone or out of range: offsets below the log start (deleted
+    by retention or ``delete_records``), past the log end, or a partition directory that
+    vanished. Raised with ``failOnDataLoss=true`` (the default), as Spark's Kafka source fails
+    the query; ``failOnDataLoss=false`` skips the missing range instead. ``option`` and
+    ``value`` name the option whose offsets could not be honoured."""
+
+    def __init__(self, option: str, value: str | None, reason: str) -> None:
+        super().__init__(option, value, reason)
+        self.option = option
+        self.value = value
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return (
+            f"option {self.option!r} = {self.value!r}: {self.reason} "
+            "(set failOnDataLoss=false to skip lost records instead of failing)"
+        )
