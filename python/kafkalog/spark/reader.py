@@ -131,5 +131,6 @@ class KafkaLogBatchReader(DataSourceReader):
         return to_input_partitions(plan_batch(self.opts), self.opts, self.opts.starting.option)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, KafkaLogInputPartition)
+        if not isinstance(partition, KafkaLogInputPartition):
+            return iter(())  # Spark's stand-in InputPartition(None) when there is nothing to read
         return read_partition(partition)
