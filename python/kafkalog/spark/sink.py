@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..exceptions import InvalidRecordError, LogDirLockedError
 from ..log import UnifiedLog
-from ..records import Record
+from ..records import AppendInfo
 from .discovery import partition_dirs_under
 from .write_options import WriteOptions
 
@@ -30,6 +30,8 @@ BATCH_BYTES = 1 << 20
 FLUSH_BYTES = 16 << 20
 
 _TP = tuple[str, int]
+#: What the native append takes: (key, value, [(header key, header value)], timestamp or None).
+NativeRecord = tuple[bytes | None, bytes | None, list[tuple[bytes, bytes | None]], int | None]
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ class TaskSink:
         self.batch_bytes = batch_bytes
         self.flush_bytes = flush_bytes
         self.topics: dict[str, dict[int, str]] = {}
-        self.pending: dict[_TP, list[tuple[bytes | None, bytes | None] | Record]] = {}
+        self.pending: dict[_TP, list[NativeRecord]] = {}
         self.pending_sizes: dict[_TP, int] = {}
         self.pending_bytes = 0
         self.open_logs: dict[_TP, UnifiedLog] = {}
@@ -110,11 +112,12 @@ class TaskSink:
             dirs = self.topics[topic] = ensure_topic(self.opts, topic)
         return dirs
 
-    def add(self, tp: _TP, record: tuple[bytes | None, bytes | None] | Record, size: int) -> None:
+    def add(self, tp: _TP, records: list[NativeRecord], size: int) -> None:
+        """Buffers ``records`` (``size`` bytes of keys, values and headers) for partition ``tp``."""
         if tp[1] not in self.partitions_of(tp[0]):
             count = len(self.partitions_of(tp[0]))
             raise InvalidRecordError(f"partition {tp[1]} of topic {tp[0]!r} does not exist (the topic has {count})")
-        self.pending.setdefault(tp, []).append(record)
+        self.pending.setdefault(tp, []).extend(records)
         self.pending_sizes[tp] = self.pending_sizes.get(tp, 0) + size
         self.pending_bytes += size
 
@@ -143,7 +146,10 @@ class TaskSink:
         records = self.pending.pop(tp)
         self.pending_bytes -= self.pending_sizes.pop(tp)
         max_message = int(log.config.get("max.message.bytes", BATCH_BYTES))
-        info = log.append(records, compression=self.opts.compression, batch_size=min(self.batch_bytes, max_message))
+        # The native append straight from the routed tuples: UnifiedLog.append would check and
+        # rebuild every record once more in Python.
+        raw = log._log.append_records(records, self.opts.compression, 0, min(self.batch_bytes, max_message), int(time.time() * 1000))
+        info = AppendInfo(**raw)
         seen = self.appended.get(tp)
         if seen is None:
             self.appended[tp] = [info.first_offset, info.last_offset, len(records)]

@@ -26,7 +26,6 @@ from ..exceptions import InvalidOptionError
 from .options import parse_bool, parse_read_options
 from .reader import KafkaLogBatchReader
 from .sink import ensure_topic
-from .stream import KafkaLogStreamReader
 from .write_options import parse_write_options
 from .writer import KafkaLogWriter, check_write_schema
 
@@ -73,7 +72,15 @@ class KafkaLogDataSource(DataSource):
         return KafkaLogBatchReader(parse_read_options(self.options, streaming=False))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaLogStreamReader(parse_read_options(self.options, streaming=True))
+        opts = parse_read_options(self.options, streaming=True)
+        try:
+            from .stream import KafkaLogStreamReader
+        except ImportError as e:  # pyspark 4.1: batch reads and writes work, streams need 4.2
+            raise ImportError(
+                "kafkalog streaming reads need pyspark >= 4.2 (admission control and Trigger.AvailableNow "
+                f"for Python streaming sources, SPARK-55304): {e}"
+            ) from e
+        return KafkaLogStreamReader(opts)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if overwrite:

@@ -19,15 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import repeat
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
 from ..exceptions import InvalidOptionError, InvalidRecordError
-from ..records import Record
-from .partitioner import partition_for_key
-from .sink import PartitionAppend, TaskSink
+from .partitioner import murmur2
+from .sink import NativeRecord, PartitionAppend, TaskSink
 from .write_options import WriteOptions
 
 __all__ = ["KafkaLogWriter", "KafkaLogCommitMessage", "check_write_schema"]
@@ -64,22 +65,12 @@ class KafkaLogCommitMessage(WriterCommitMessage):
     appended: tuple[PartitionAppend, ...]
 
 
-def _bytes_column(batch: pa.RecordBatch, name: str) -> list[bytes | None] | None:
-    idx = batch.schema.get_field_index(name)
-    if idx < 0:
-        return None
-    col = batch.column(idx)
+def _binary(col: pa.Array) -> pa.Array:
     if pa.types.is_string(col.type):
-        col = col.cast(pa.binary())
-    elif pa.types.is_large_string(col.type):
-        col = col.cast(pa.large_binary())
-    values: list[bytes | None] = col.to_pylist()
-    return values
-
-
-def _column(batch: pa.RecordBatch, name: str) -> list[object] | None:
-    idx = batch.schema.get_field_index(name)
-    return None if idx < 0 else list(batch.column(idx).to_pylist())
+        return col.cast(pa.binary())
+    if pa.types.is_large_string(col.type):
+        return col.cast(pa.large_binary())
+    return col
 
 
 def _task_index() -> int:
@@ -87,6 +78,51 @@ def _task_index() -> int:
 
     ctx = TaskContext.get()
     return ctx.partitionId() if ctx is not None else 0
+
+
+class _Router:
+    """Chooses each row's partition: the ``partition`` column, else Kafka's partitioner on
+    the key (memoised: change streams repeat keys), else round-robin for null keys."""
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.robin: dict[str, int] = {}
+        self.hashes: dict[bytes, int] = {}
+
+    def partitions(self, topic: str, count: int, keys: list[bytes | None], given: list[int | None] | None) -> list[int]:
+        hashes = self.hashes
+        if len(hashes) > 1_000_000:
+            hashes.clear()
+        out = []
+        for i, key in enumerate(keys):
+            p = given[i] if given is not None else None
+            if p is None:
+                if key is not None:
+                    h = hashes.get(key)
+                    if h is None:
+                        h = hashes[key] = murmur2(key) & 0x7FFFFFFF
+                    p = h % count
+                else:
+                    turn = self.robin.get(topic, self.first)
+                    self.robin[topic] = turn + 1
+                    p = turn % count
+            out.append(p)
+        return out
+
+
+def _native_headers(rows: list[list[dict[str, object]] | None], topic: str) -> list[list[tuple[bytes, bytes | None]]]:
+    out = []
+    for row in rows:
+        pairs: list[tuple[bytes, bytes | None]] = []
+        for h in row or ():
+            key, value = (h or {}).get("key"), (h or {}).get("value")
+            if not isinstance(key, str):
+                raise InvalidRecordError(f"a row of topic {topic!r} has a null header or header key")
+            if not (value is None or isinstance(value, bytes)):
+                raise InvalidRecordError(f"a header value of topic {topic!r} is {type(value).__name__}, not bytes")
+            pairs.append((key.encode(), value))
+        out.append(pairs)
+    return out
 
 
 class KafkaLogWriter(DataSourceArrowWriter):
@@ -98,53 +134,47 @@ class KafkaLogWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaLogCommitMessage:
         sink = TaskSink(self.opts)
-        robin: dict[str, int] = {}
-        first = _task_index()
+        router = _Router(_task_index())
         try:
             for batch in iterator:
-                self._route(batch, sink, robin, first)
+                if self.opts.topic is not None:
+                    self._route(batch, self.opts.topic, sink, router)
+                else:
+                    self._route_by_topic(batch, sink, router)
                 sink.maybe_flush()
             return KafkaLogCommitMessage(tuple(sink.finish()))
         finally:
             sink.close()
 
-    def _route(self, batch: pa.RecordBatch, sink: TaskSink, robin: dict[str, int], first: int) -> None:
-        n = batch.num_rows
-        values = _bytes_column(batch, "value")
-        assert values is not None
-        keys = _bytes_column(batch, "key") or [None] * n
-        topics = None if self.opts.topic is not None else _column(batch, "topic")
-        parts = _column(batch, "partition")
-        headers = _column(batch, "headers")
-        counts: dict[str, int] = {}
-        for i in range(n):
-            topic = self.opts.topic if topics is None else topics[i]
-            if not isinstance(topic, str):
-                raise InvalidRecordError("a row has a null 'topic' and the write has no 'topic' option")
-            count = counts.get(topic)
-            if count is None:
-                count = counts[topic] = len(sink.partitions_of(topic))
-            key, value = keys[i], values[i]
-            p = parts[i] if parts is not None else None
-            if not isinstance(p, int):
-                if key is not None:
-                    p = partition_for_key(key, count)
-                else:
-                    turn = robin.get(topic, first)
-                    robin[topic] = turn + 1
-                    p = turn % count
-            size = len(key or b"") + len(value or b"")
-            row_headers = headers[i] if headers is not None else None
-            if row_headers:
-                pairs = []
-                for h in row_headers:  # type: ignore[attr-defined]
-                    if h is None or h["key"] is None:
-                        raise InvalidRecordError(f"a row of topic {topic!r} has a null header or header key")
-                    pairs.append((h["key"], h["value"]))
-                    size += len(h["key"]) + len(h["value"] or b"")
-                sink.add((topic, p), Record(key, value, tuple(pairs)), size)
+    def _route_by_topic(self, batch: pa.RecordBatch, sink: TaskSink, router: _Router) -> None:
+        topics = batch.column(batch.schema.get_field_index("topic"))
+        if topics.null_count:
+            raise InvalidRecordError("a row has a null 'topic' and the write has no 'topic' option")
+        for topic in pc.unique(topics).to_pylist():
+            self._route(batch.filter(pc.equal(topics, topic)), topic, sink, router)
+
+    def _route(self, batch: pa.RecordBatch, topic: str, sink: TaskSink, router: _Router) -> None:
+        """Splits ``batch`` (rows of one topic) by partition with pyarrow and hands each
+        partition's rows to the sink as the native (key, value, headers, timestamp) tuples."""
+        names = batch.schema.names
+        keys = _binary(batch.column(names.index("key"))) if "key" in names else pa.nulls(batch.num_rows, pa.binary())
+        values = _binary(batch.column(names.index("value")))
+        given = batch.column(names.index("partition")).to_pylist() if "partition" in names else None
+        headers = batch.column(names.index("headers")) if "headers" in names else None
+        count = len(sink.partitions_of(topic))
+        pids = pa.array(router.partitions(topic, count, keys.to_pylist(), given), pa.int32())
+        for p in pc.unique(pids).to_pylist():
+            mask = pc.equal(pids, p)
+            k, v = keys.filter(mask), values.filter(mask)
+            size = (pc.sum(pc.binary_length(k)).as_py() or 0) + (pc.sum(pc.binary_length(v)).as_py() or 0)
+            records: list[NativeRecord]
+            if headers is not None and headers.filter(mask).null_count < len(k):
+                hdrs: list[list[tuple[bytes, bytes | None]]] = _native_headers(headers.filter(mask).to_pylist(), topic)
+                size += sum(len(a) + len(b or b"") for row in hdrs for a, b in row)
+                records = list(zip(k.to_pylist(), v.to_pylist(), hdrs, repeat(None)))
             else:
-                sink.add((topic, p), (key, value), size)
+                records = list(zip(k.to_pylist(), v.to_pylist(), repeat([]), repeat(None)))
+            sink.add((topic, p), records, size)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Nothing to do: every task's records are already in the logs (at-least-once)."""
