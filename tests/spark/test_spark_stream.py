@@ -29,12 +29,19 @@ def stream(spark: SparkSession, path: Path, **options: str) -> DataFrame:
     return reader.load()
 
 
+#: Spark partitions of each non-empty micro-batch, in order (filled by collector()).
+SPLITS: list[int] = []
+
+
 def collector() -> tuple[Seen, Any]:
     seen: Seen = []
+    SPLITS.clear()
 
     def collect(batch: DataFrame, batch_id: int) -> None:
         rows = [(r["topic"], r["partition"], r["offset"], bytes(r["value"])) for r in batch.collect()]
         seen.append((batch_id, sorted(rows)))
+        if rows:
+            SPLITS.append(batch.rdd.getNumPartitions())
 
     return seen, collect
 
@@ -100,13 +107,17 @@ def test_restart_from_checkpoint_neither_skips_nor_repeats(spark: SparkSession, 
 def test_max_offsets_per_trigger(spark: SparkSession, tmp_path: Path) -> None:
     append(tmp_path / "rl-0", range(0, 40))
     append(tmp_path / "rl-1", range(100, 110))
-    seen = run_available_now(spark, tmp_path, tmp_path / "ckpt", subscribe="rl", startingOffsets="earliest", maxOffsetsPerTrigger="10")
+    seen = run_available_now(
+        spark, tmp_path, tmp_path / "ckpt", subscribe="rl", startingOffsets="earliest", maxOffsetsPerTrigger="10", minPartitions="4"
+    )
     sizes = [len(rows) for _, rows in seen if rows]
     assert all(s <= 10 for s in sizes) and len(sizes) >= 5
     assert values(seen) == list(range(40)) + list(range(100, 110))
     # every batch takes from both partitions while both have a backlog (Spark's pro-rating)
     first_batch = next(rows for _, rows in seen if rows)
     assert {partition for _, partition, _, _ in first_batch} == {0, 1}
+    # 8 + 2 offsets, minPartitions 4: ideal 2.5, rl-0 in round(8 / 2.5) = 3 ranges, rl-1 whole
+    assert SPLITS[0] == 4
 
 
 def test_starts_at_latest_by_default_and_rejects_ending_offsets(spark: SparkSession, tmp_path: Path) -> None:

@@ -57,10 +57,10 @@ def check_isolation(log: UnifiedLog, isolation: str) -> None:
         raise InvalidOptionError("kafka.isolation.level", isolation, str(e)) from None
 
 
-def check_spec_partitions(spec: OffsetSpec, selected: list[TopicPartitionDir], *, streaming: bool) -> None:
-    """Per-partition JSON must name exactly the partitions read (Spark's Kafka source: "you must
-    specify all TopicPartitions"); a streaming query also takes partitions it did not list,
-    starting them at the earliest offset, as Spark does for partitions discovered later."""
+def check_spec_partitions(spec: OffsetSpec, selected: list[TopicPartitionDir]) -> None:
+    """Per-partition JSON must name exactly the partitions read, in batch and streaming queries
+    alike (Spark's Kafka source: "If startingOffsets contains specific offsets, you must specify
+    all TopicPartitions")."""
     if spec.kind not in ("offsets", "timestamps"):
         return
     wanted = {(d.topic, d.partition) for d in selected}
@@ -69,7 +69,7 @@ def check_spec_partitions(spec: OffsetSpec, selected: list[TopicPartitionDir], *
         names = ", ".join(f"{t}-{p}" for t, p in extra)
         raise InvalidOptionError(spec.option, spec.raw, f"names partitions that are not read (not found or not subscribed): {names}")
     missing = sorted(wanted - set(spec.offsets))
-    if missing and not streaming:
+    if missing:
         names = ", ".join(f"{t}-{p}" for t, p in missing)
         raise InvalidOptionError(spec.option, spec.raw, f"specific offsets must be given for every partition read; missing {names}")
 

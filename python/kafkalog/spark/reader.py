@@ -88,8 +88,8 @@ def read_partition(part: KafkaLogInputPartition) -> Iterator[pa.RecordBatch]:
 def plan_batch(opts: ReadOptions) -> list[OffsetRange]:
     """The offset ranges of a batch query, resolved against the logs as they are now."""
     dirs = find_partitions(opts.paths, opts.subscription)
-    check_spec_partitions(opts.starting, dirs, streaming=False)
-    check_spec_partitions(opts.ending, dirs, streaming=False)
+    check_spec_partitions(opts.starting, dirs)
+    check_spec_partitions(opts.ending, dirs)
     ranges = []
     for i, d in enumerate(dirs):
         with open_read_only(d.path) as log:

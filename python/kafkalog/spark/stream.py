@@ -4,7 +4,8 @@
 control and ``SupportsTriggerAvailableNow`` (Spark's ``KafkaMicroBatchStream``). Offsets are
 Spark's Kafka-source JSON, ``{"topic": {"0": 23, "1": 45}}``, the next offset to read per
 partition. Spark checkpoints each micro-batch's start and end, and ``partitions(start, end)``
-depends only on them, so a restarted query neither skips nor repeats records.
+depends only on them, so a restarted query neither skips nor repeats records. ``minPartitions``
+splits a micro-batch's big ranges as in batch reads.
 
 ``maxOffsetsPerTrigger`` caps a micro-batch as Spark's Kafka source does (spread over the
 partitions in proportion to their backlog, never starving a small one). Partitions that appear
@@ -25,7 +26,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from ..exceptions import DataLossError
 from .discovery import TopicPartitionDir, find_partitions
-from .offsets import OffsetRange, check_isolation, check_range, check_spec_partitions, open_read_only, resolve_offset
+from .offsets import OffsetRange, check_isolation, check_range, check_spec_partitions, open_read_only, resolve_offset, split_ranges
 from .options import ReadOptions
 from .reader import KafkaLogInputPartition, read_partition, to_input_partitions
 
@@ -92,7 +93,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Where a new query starts: ``startingOffsets`` (default latest) or the timestamp
         options, resolved now; a restarted query uses its checkpoint instead."""
         dirs = self._dirs()
-        check_spec_partitions(self.opts.starting, dirs, streaming=True)
+        check_spec_partitions(self.opts.starting, dirs)
         out = {}
         for i, d in enumerate(dirs):
             with open_read_only(d.path) as log:
@@ -169,9 +170,8 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     where,
                     where,
                 )
-            if r.size > 0:
-                ranges.append(r)
-        return to_input_partitions(ranges, self.opts, "startingOffsets")
+            ranges.append(r)
+        return to_input_partitions(split_ranges(ranges, self.opts.min_partitions), self.opts, "startingOffsets")
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: the offsets live in Spark's checkpoint, and the logs are not ours."""
