@@ -27,6 +27,9 @@ __all__ = [
     "KafkaStorageError",
     "AllLogDirsOfflineError",
     "LogCleaningAbortedError",
+    "SparkOptionError",
+    "InvalidOptionError",
+    "DataLossError",
 ]
 
 
@@ -110,3 +113,50 @@ class AllLogDirsOfflineError(KafkaStorageError):
 class LogCleaningAbortedError(KafkaLogError):
     """A clean stopped because its log was truncated, deleted or closed meanwhile (Kafka's
     LogCleaningAbortedException). The log is unchanged; cleaning it again is safe."""
+
+
+class SparkOptionError(KafkaLogError):
+    """Base of the Spark data source's errors, which name an option: built from (option, value,
+    reason), which stay the exception's ``args`` so it pickles back from Spark executors with
+    its fields intact; built from a single message, a plain error with that message."""
+
+    option: str | None
+    value: str | None
+    reason: str | None
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        named = len(args) == 3 and all(a is None or isinstance(a, str) for a in args)
+        self.option, self.value, self.reason = args if named else (None, None, None)  # type: ignore[assignment]
+
+    def _shown(self) -> str:
+        return "missing" if self.value is None else f"= {self.value!r}"
+
+
+class InvalidOptionError(SparkOptionError, InvalidConfigError):
+    """A Spark data source option (``kafkalog.spark``) that is unknown, missing, malformed or out
+    of range: ``InvalidOptionError(option, value, reason)``. ``option`` is the option's
+    documented name (Spark's Kafka-source spelling, e.g. ``startingOffsets``), ``value`` the
+    string given (None when missing)."""
+
+    def __str__(self) -> str:
+        if self.option is None:
+            return super().__str__()
+        return f"option {self.option!r} {self._shown()}: {self.reason}"
+
+
+class DataLossError(SparkOptionError, OffsetOutOfRangeError):
+    """Records a Spark query needs are gone or out of range: offsets below the log start (deleted
+    by retention or ``delete_records``), past the log end, or a partition directory that
+    vanished. Raised with ``failOnDataLoss=true`` (the default), as Spark's Kafka source fails
+    the query; ``failOnDataLoss=false`` skips the missing range instead.
+    ``DataLossError(option, value, reason)`` names the option whose offsets could not be
+    honoured."""
+
+    def __str__(self) -> str:
+        if self.option is None:
+            return super().__str__()
+        return (
+            f"option {self.option!r} {self._shown()}: {self.reason} "
+            "(set failOnDataLoss=false to skip lost records instead of failing)"
+        )

@@ -1,0 +1,44 @@
+"""kafkalog for Apache Spark: the ``kafkalog`` data source (pyspark >= 4.1 Python Data Source API).
+
+.. code-block:: python
+
+    import kafkalog.spark
+    kafkalog.spark.register(spark)
+
+    df = (spark.read.format("kafkalog").option("path", "data/logs")
+          .option("subscribe", "orders").option("includeHeaders", "true").load())
+    (df.select("key", "value").write.format("kafkalog").mode("append")
+       .option("path", "data/logs").option("topic", "orders-copy").option("partitions", "6")
+       .option("cleanup.policy", "compact").save())
+    stream = (spark.readStream.format("kafkalog").option("path", "data/logs")
+              .option("subscribe", "orders").option("maxOffsetsPerTrigger", "10000").load())
+
+Reads return Spark's Kafka-source columns and take its option names (``subscribe``,
+``subscribePattern``, ``assign``, ``startingOffsets``, ``endingOffsets``, the timestamp
+variants, ``failOnDataLoss``, ``includeHeaders``, ``minPartitions``, ``maxOffsetsPerTrigger``,
+``kafka.isolation.level``), with ``path`` in place of ``kafka.bootstrap.servers``; see
+:mod:`kafkalog.spark.options`. Writes follow Spark's Kafka sink; see :mod:`kafkalog.spark.writer`
+and :mod:`kafkalog.spark.write_options`.
+
+Importing this package imports neither pyspark nor starts anything; :func:`register` loads the
+data source.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["register", "SOURCE_NAME"]
+
+#: The format name: ``spark.read.format("kafkalog")``.
+SOURCE_NAME = "kafkalog"
+
+
+def register(spark: SparkSession) -> None:
+    """Registers the ``kafkalog`` data source with ``spark`` (``spark.dataSource.register``)."""
+    from .source import KafkaLogDataSource
+
+    spark.dataSource.register(KafkaLogDataSource)

@@ -1,0 +1,180 @@
+"""The appending side of one Spark write task: routes rows to partitions and appends them.
+
+Locking: a writable :class:`kafkalog.UnifiedLog` holds an exclusive ``flock`` on its partition
+directory (``DirLock`` in ``rust/util/file.rs``), so two tasks (or a task and any other kafkalog
+writer) never interleave appends in one partition. A task keeps the logs it got without
+waiting open across input batches; a partition another task holds is buffered and retried.
+When the buffer grows too big, and at the end of the task, the task first closes every log it
+holds and then takes the remaining partitions one at a time, waiting for each lock: a task
+never waits while holding a lock, so tasks cannot deadlock. Records of one partition are
+appended in input order. No pyspark import.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from ..exceptions import InvalidRecordError, LogDirLockedError
+from ..log import UnifiedLog
+from ..records import AppendInfo
+from .discovery import partition_dirs_under
+from .write_options import WriteOptions
+
+__all__ = ["PartitionAppend", "TaskSink"]
+
+#: Records of v2 batches are grouped up to this many bytes (below max.message.bytes).
+BATCH_BYTES = 1 << 20
+#: Buffered bytes after which a task tries to append; past twice that it waits for locks.
+FLUSH_BYTES = 16 << 20
+
+_TP = tuple[str, int]
+#: What the native append takes: (key, value, [(header key, header value)], timestamp or None).
+NativeRecord = tuple[bytes | None, bytes | None, list[tuple[bytes, bytes | None]], int | None]
+
+
+@dataclass(frozen=True)
+class PartitionAppend:
+    """What one task appended to one partition."""
+
+    topic: str
+    partition: int
+    first_offset: int
+    last_offset: int
+    records: int
+
+
+def open_writable(path: str, opts: WriteOptions, *, wait: bool) -> UnifiedLog | None:
+    """A writable open of ``path`` with the write's topic configs. Without ``wait`` a lock held
+    by another writer gives None; with it the call polls until ``lockTimeoutMs``."""
+    deadline = time.monotonic() + opts.lock_timeout_ms / 1000
+    pause = 0.005
+    while True:
+        try:
+            return UnifiedLog.open(path, opts.topic_config)
+        except LogDirLockedError:
+            if not wait:
+                return None
+            if time.monotonic() >= deadline:
+                raise LogDirLockedError(
+                    f"{path} stayed locked by another writer for lockTimeoutMs={opts.lock_timeout_ms}"
+                ) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
+
+def existing_partitions(opts: WriteOptions, topic: str) -> dict[int, str]:
+    """Partition number -> directory of ``topic`` under the write's ``path`` folders."""
+    found: dict[int, str] = {}
+    for parent in opts.parents:
+        if os.path.isdir(parent):
+            for d in partition_dirs_under(parent):
+                if d.topic == topic:
+                    found[d.partition] = d.path
+    return found
+
+
+def ensure_topic(opts: WriteOptions, topic: str) -> dict[int, str]:
+    """The partition directories of ``topic``, creating the missing ones of
+    [0, max(existing count, ``partitions`` or 1)) with the write's topic configs."""
+    found = existing_partitions(opts, topic)
+    count = max(max(found, default=-1) + 1, opts.partitions or 1)
+    for p in range(count):
+        if p not in found:
+            path = opts.dir_for(topic, p)
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            log = open_writable(path, opts, wait=True)
+            assert log is not None
+            log.close()
+            found[p] = path
+    return found
+
+
+class TaskSink:
+    """Buffers one task's records per partition and appends them (see the module doc). Not
+    thread-safe; one per task."""
+
+    def __init__(self, opts: WriteOptions, batch_bytes: int = BATCH_BYTES, flush_bytes: int = FLUSH_BYTES) -> None:
+        self.opts = opts
+        self.batch_bytes = batch_bytes
+        self.flush_bytes = flush_bytes
+        self.topics: dict[str, dict[int, str]] = {}
+        self.pending: dict[_TP, list[NativeRecord]] = {}
+        self.pending_sizes: dict[_TP, int] = {}
+        self.pending_bytes = 0
+        self.open_logs: dict[_TP, UnifiedLog] = {}
+        self.appended: dict[_TP, list[int]] = {}
+
+    def partitions_of(self, topic: str) -> dict[int, str]:
+        dirs = self.topics.get(topic)
+        if dirs is None:
+            dirs = self.topics[topic] = ensure_topic(self.opts, topic)
+        return dirs
+
+    def add(self, tp: _TP, records: list[NativeRecord], size: int) -> None:
+        """Buffers ``records`` (``size`` bytes of keys, values and headers) for partition ``tp``."""
+        if tp[1] not in self.partitions_of(tp[0]):
+            count = len(self.partitions_of(tp[0]))
+            raise InvalidRecordError(f"partition {tp[1]} of topic {tp[0]!r} does not exist (the topic has {count})")
+        self.pending.setdefault(tp, []).extend(records)
+        self.pending_sizes[tp] = self.pending_sizes.get(tp, 0) + size
+        self.pending_bytes += size
+
+    def maybe_flush(self) -> None:
+        """Appends to the partitions it can lock now once enough is buffered; waits for the
+        rest when the buffer keeps growing."""
+        if self.pending_bytes >= self.flush_bytes:
+            self._drain(wait=False)
+        if self.pending_bytes >= 2 * self.flush_bytes:
+            self._drain(wait=True)
+
+    def finish(self) -> list[PartitionAppend]:
+        """Appends everything left, waiting for locks, and closes the logs."""
+        self._drain(wait=False)
+        self._drain(wait=True)
+        self.close()
+        return [PartitionAppend(t, p, a[0], a[1], a[2]) for (t, p), a in sorted(self.appended.items())]
+
+    def close(self) -> None:
+        """Closes every log the task holds (releasing its locks); safe to call twice."""
+        logs, self.open_logs = self.open_logs, {}
+        for log in logs.values():
+            log.close()
+
+    def _append(self, log: UnifiedLog, tp: _TP) -> None:
+        records = self.pending.pop(tp)
+        self.pending_bytes -= self.pending_sizes.pop(tp)
+        max_message = int(log.config.get("max.message.bytes", BATCH_BYTES))
+        # The native append straight from the routed tuples: UnifiedLog.append would check and
+        # rebuild every record once more in Python.
+        raw = log._log.append_records(records, self.opts.compression, 0, min(self.batch_bytes, max_message), int(time.time() * 1000))
+        info = AppendInfo(**raw)
+        seen = self.appended.get(tp)
+        if seen is None:
+            self.appended[tp] = [info.first_offset, info.last_offset, len(records)]
+        else:
+            seen[1] = info.last_offset
+            seen[2] += len(records)
+
+    def _drain(self, *, wait: bool) -> None:
+        if not wait:
+            for tp in sorted(self.pending):
+                log = self.open_logs.get(tp)
+                if log is None:
+                    log = open_writable(self.partitions_of(tp[0])[tp[1]], self.opts, wait=False)
+                    if log is None:
+                        continue
+                    self.open_logs[tp] = log
+                self._append(log, tp)
+            return
+        if not self.pending:
+            return
+        self.close()  # never wait for one lock while holding another
+        for tp in sorted(self.pending):
+            log = open_writable(self.partitions_of(tp[0])[tp[1]], self.opts, wait=True)
+            assert log is not None
+            try:
+                self._append(log, tp)
+            finally:
+                log.close()

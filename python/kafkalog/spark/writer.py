@@ -1,0 +1,183 @@
+"""Batch writes: ``df.write.format("kafkalog").option("path", ...).option("topic", ...)``.
+
+:class:`KafkaLogWriter` implements pyspark's ``DataSourceArrowWriter`` (Spark's Kafka sink,
+``KafkaWriter`` / ``KafkaWriteTask``). Columns, as Spark's Kafka sink takes them: ``value``
+(binary or string) required; ``key`` (binary or string), ``headers``
+(array<struct<key:string,value:binary>>), ``topic`` (string) and ``partition`` (int) optional.
+Without a ``partition``, a non-null key goes where Kafka's default partitioner puts it
+(``toPositive(murmur2(key)) % numPartitions``) and null keys go round-robin. Each record gets a
+CreateTime timestamp of now, as a producer's record without one does.
+
+Delivery semantics: at least once, like Spark's Kafka sink. Each task appends its records to
+the logs as it goes (under the partition directory's lock, see :mod:`kafkalog.spark.sink`); a
+task that fails and is retried, or a job that fails after some tasks finished, leaves the
+records already appended in place, so a retry can write some of them twice. Deduplicate on
+read (or by key, through compaction) when that matters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import repeat
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
+
+from ..exceptions import InvalidOptionError, InvalidRecordError
+from .partitioner import murmur2
+from .sink import NativeRecord, PartitionAppend, TaskSink
+from .write_options import WriteOptions
+
+__all__ = ["KafkaLogWriter", "KafkaLogCommitMessage", "check_write_schema"]
+
+_HEADERS = ArrayType(StructType().add("key", StringType()).add("value", BinaryType()))
+
+
+def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
+    """Spark's ``KafkaWriter.validateQuery``: the column names and types the sink accepts."""
+    types = {f.name: f.dataType for f in schema.fields}
+    if "value" not in types:
+        raise InvalidRecordError("required column 'value' not found (kafkalog, as Spark's Kafka sink, writes key, value, headers)")
+    for name in ("key", "value"):
+        if name in types and not isinstance(types[name], (BinaryType, StringType)):
+            raise InvalidRecordError(f"column {name!r} must be binary or string, not {types[name].simpleString()}")
+    if "topic" in types and not isinstance(types["topic"], StringType):
+        raise InvalidRecordError(f"column 'topic' must be string, not {types['topic'].simpleString()}")
+    if "partition" in types and not isinstance(types["partition"], IntegerType):
+        raise InvalidRecordError(f"column 'partition' must be int, not {types['partition'].simpleString()}")
+    if "headers" in types:
+        h = types["headers"]
+        element = h.elementType if isinstance(h, ArrayType) else None
+        fields = [(f.name, type(f.dataType)) for f in element.fields] if isinstance(element, StructType) else []
+        if fields != [("key", StringType), ("value", BinaryType)]:
+            raise InvalidRecordError(f"column 'headers' must be {_HEADERS.simpleString()}, not {h.simpleString()}")
+    if opts.topic is None and "topic" not in types:
+        raise InvalidOptionError("topic", None, "give the 'topic' option or a 'topic' column")
+
+
+@dataclass(frozen=True)
+class KafkaLogCommitMessage(WriterCommitMessage):
+    """A task's appends, per partition (first and last offset, record count)."""
+
+    appended: tuple[PartitionAppend, ...]
+
+
+def _binary(col: pa.Array) -> pa.Array:
+    if pa.types.is_string(col.type):
+        return col.cast(pa.binary())
+    if pa.types.is_large_string(col.type):
+        return col.cast(pa.large_binary())
+    return col
+
+
+def _task_index() -> int:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return ctx.partitionId() if ctx is not None else 0
+
+
+class _Router:
+    """Chooses each row's partition: the ``partition`` column, else Kafka's partitioner on
+    the key (memoised: change streams repeat keys), else round-robin for null keys."""
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.robin: dict[str, int] = {}
+        self.hashes: dict[bytes, int] = {}
+
+    def partitions(self, topic: str, count: int, keys: list[bytes | None], given: list[int | None] | None) -> list[int]:
+        hashes = self.hashes
+        if len(hashes) > 1_000_000:
+            hashes.clear()
+        out = []
+        for i, key in enumerate(keys):
+            p = given[i] if given is not None else None
+            if p is None:
+                if key is not None:
+                    h = hashes.get(key)
+                    if h is None:
+                        h = hashes[key] = murmur2(key) & 0x7FFFFFFF
+                    p = h % count
+                else:
+                    turn = self.robin.get(topic, self.first)
+                    self.robin[topic] = turn + 1
+                    p = turn % count
+            out.append(p)
+        return out
+
+
+def _native_headers(rows: list[list[dict[str, object]] | None], topic: str) -> list[list[tuple[bytes, bytes | None]]]:
+    out = []
+    for row in rows:
+        pairs: list[tuple[bytes, bytes | None]] = []
+        for h in row or ():
+            key, value = (h or {}).get("key"), (h or {}).get("value")
+            if not isinstance(key, str):
+                raise InvalidRecordError(f"a row of topic {topic!r} has a null header or header key")
+            if not (value is None or isinstance(value, bytes)):
+                raise InvalidRecordError(f"a header value of topic {topic!r} is {type(value).__name__}, not bytes")
+            pairs.append((key.encode(), value))
+        out.append(pairs)
+    return out
+
+
+class KafkaLogWriter(DataSourceArrowWriter):
+    """pyspark ``DataSourceArrowWriter`` of a batch write (Spark's ``KafkaWriter``). Holds only
+    the parsed options; ``write`` runs once per task on an executor."""
+
+    def __init__(self, opts: WriteOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaLogCommitMessage:
+        sink = TaskSink(self.opts)
+        router = _Router(_task_index())
+        try:
+            for batch in iterator:
+                if self.opts.topic is not None:
+                    self._route(batch, self.opts.topic, sink, router)
+                else:
+                    self._route_by_topic(batch, sink, router)
+                sink.maybe_flush()
+            return KafkaLogCommitMessage(tuple(sink.finish()))
+        finally:
+            sink.close()
+
+    def _route_by_topic(self, batch: pa.RecordBatch, sink: TaskSink, router: _Router) -> None:
+        topics = batch.column(batch.schema.get_field_index("topic"))
+        if topics.null_count:
+            raise InvalidRecordError("a row has a null 'topic' and the write has no 'topic' option")
+        for topic in pc.unique(topics).to_pylist():
+            self._route(batch.filter(pc.equal(topics, topic)), topic, sink, router)
+
+    def _route(self, batch: pa.RecordBatch, topic: str, sink: TaskSink, router: _Router) -> None:
+        """Splits ``batch`` (rows of one topic) by partition with pyarrow and hands each
+        partition's rows to the sink as the native (key, value, headers, timestamp) tuples."""
+        names = batch.schema.names
+        keys = _binary(batch.column(names.index("key"))) if "key" in names else pa.nulls(batch.num_rows, pa.binary())
+        values = _binary(batch.column(names.index("value")))
+        given = batch.column(names.index("partition")).to_pylist() if "partition" in names else None
+        headers = batch.column(names.index("headers")) if "headers" in names else None
+        count = len(sink.partitions_of(topic))
+        pids = pa.array(router.partitions(topic, count, keys.to_pylist(), given), pa.int32())
+        for p in pc.unique(pids).to_pylist():
+            mask = pc.equal(pids, p)
+            k, v = keys.filter(mask), values.filter(mask)
+            size = (pc.sum(pc.binary_length(k)).as_py() or 0) + (pc.sum(pc.binary_length(v)).as_py() or 0)
+            records: list[NativeRecord]
+            if headers is not None and headers.filter(mask).null_count < len(k):
+                hdrs: list[list[tuple[bytes, bytes | None]]] = _native_headers(headers.filter(mask).to_pylist(), topic)
+                size += sum(len(a) + len(b or b"") for row in hdrs for a, b in row)
+                records = list(zip(k.to_pylist(), v.to_pylist(), hdrs, repeat(None)))
+            else:
+                records = list(zip(k.to_pylist(), v.to_pylist(), repeat([]), repeat(None)))
+            sink.add((topic, p), records, size)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Nothing to do: every task's records are already in the logs (at-least-once)."""
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Nothing can be undone: records appended by finished tasks stay (at-least-once)."""

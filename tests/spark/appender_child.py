@@ -1,0 +1,19 @@
+"""Child process of test_spark_concurrent: appends to one partition until killed. Record i has
+offset i, key b"k<i>" and a value of str(i) padded to 1000 bytes, so a reader can check what it
+got is exactly a prefix. Segments of 1 MiB roll every thousand records or so."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from kafkalog import UnifiedLog
+
+path = sys.argv[1]
+with UnifiedLog.open(path, {"segment.bytes": 1 << 20}) as log:
+    i = log.log_end_offset
+    while True:
+        records = [(f"k{n}".encode(), str(n).encode().ljust(1000, b".")) for n in range(i, i + 50)]
+        log.append(records, compression="lz4" if i % 100 else "none")
+        i += 50
+        time.sleep(0.01)  # about 5,000 records (5 MB) a second: reads overlap appends, stay small
