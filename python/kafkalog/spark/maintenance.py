@@ -500,7 +500,7 @@ def _manager_lock_reason(path: str) -> str | None:
     try:
         import fcntl
 
-        getlk = fcntl.F_OFD_GETLK  # type: ignore[attr-defined]
+        getlk = fcntl.F_OFD_GETLK
     except (ImportError, AttributeError):  # not Linux: the partition flock still protects
         return None
     lock_file = os.path.join(os.path.dirname(path), ".lock")
