@@ -133,15 +133,17 @@ def test_distributed_compact_equals_compact_now_on_each_copy(spark, tmp_path):
 
 def test_roll_makes_the_active_segment_cleanable(spark, tmp_path):
     """Kafka never cleans the active segment; roll=True rolls first, so every key is left once
-    (the latest value), and a comma list of partition dirs with a repeat runs each partition
-    once."""
+    (the latest value), and a comma list of partition dirs that names one twice (also through a
+    symlink) runs each partition once."""
     write_keyed(tmp_path / "t-0", seed=7, codec="none", batches=20)
     write_keyed(tmp_path / "t-1", seed=8, codec="lz4", batches=20)
     with kafkalog.UnifiedLog.open(tmp_path / "t-0", read_only=True) as log:
         latest = {}
         for r in log.records():
             latest[r.key] = r.value
-    path = f"{tmp_path / 't-0'},{tmp_path / 't-1'}, {tmp_path / 't-0'}"
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "t-0").symlink_to(tmp_path / "t-0")
+    path = f"{tmp_path / 't-0'},{tmp_path / 't-1'}, {tmp_path / 't-0'},{tmp_path / 'links'}"
     rows = by_partition(compact(spark, path, config=CONFIG, roll=True, time_ms=T0 + 100_000))
     assert sorted(rows) == [("t", 0), ("t", 1)]
     assert all(r["error"] is None for r in rows.values())
@@ -149,6 +151,39 @@ def test_roll_makes_the_active_segment_cleanable(spark, tmp_path):
         keys = [r.key for r in log.records()]
         assert len(keys) == len(set(keys)) == len(latest)
         assert rows[("t", 0)]["cleaned_to_offset"] == rows[("t", 0)]["first_uncleanable_offset"] == log.log_end_offset
+
+
+def test_two_concurrent_jobs_on_one_partition_clean_one_at_a_time(spark, tmp_path):
+    """Two jobs started together on one partition (wait=True; the clean throttled to take a
+    few seconds, so the tasks overlap): one task waits for the other's clean, both succeed,
+    and the log equals compact_now run twice in turn on a copy."""
+    data, expected = tmp_path / "data", tmp_path / "expected"
+    with kafkalog.UnifiedLog.open(data / "users-0", {**CONFIG, "cleanup.policy": "compact"}) as log:
+        for b in range(400):
+            log.append([Record(b"key-%d" % (b % 40), b"%d-" % b + b"v" * 3000, timestamp=T0 + b)])
+    shutil.copytree(data, expected)
+    now = T0 + 100_000
+    with kafkalog.UnifiedLog.open(expected / "users-0", {**CONFIG, "cleanup.policy": "compact"}) as log:
+        log.compact_now(time_ms=now)
+        log.compact_now(time_ms=now)
+    want = contents(expected / "users-0")
+    throttled = {**CONFIG, "log.cleaner.io.max.bytes.per.second": "1000000"}
+
+    results: list = [None, None]
+
+    def job(i: int) -> None:
+        results[i] = by_partition(compact(spark, data, config=throttled, wait=True, time_ms=now))[("users", 0)]
+
+    threads = [threading.Thread(target=job, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r is not None and r["error"] is None for r in results), results
+    first, second = sorted(results, key=lambda r: r["waited_ms"])
+    assert first["duration_ms"] > 1000, "the throttle no longer slows the clean: the tasks may not overlap"
+    assert second["waited_ms"] > 500, (first, second)
+    assert contents(data / "users-0") == want
 
 
 # -- retention --------------------------------------------------------------------------------

@@ -163,7 +163,9 @@ def _is_partition_dir(path: str) -> bool:
 
 def _discover(path: Any) -> list[str]:
     """The partition dirs named by ``path``: partition dirs themselves, or the partition dirs
-    inside the parent folders given. Absolute, real paths, each once."""
+    inside the parent folders given. Absolute paths, each directory once (symlinks resolved
+    to compare, kept in the result: the name says the topic-partition, the parent is the log
+    dir whose ``.lock`` counts)."""
     found: list[str] = []
     for entry in _split_paths(path):
         if not os.path.isdir(entry):
@@ -185,7 +187,7 @@ def _discover(path: Any) -> list[str]:
         real = os.path.realpath(p)
         if real not in seen:
             seen.add(real)
-            out.append(real)
+            out.append(os.path.abspath(p))
     return out
 
 
@@ -198,9 +200,11 @@ def _topic_partition(path: str) -> tuple[str, int]:
 def _filter_topics(paths: list[str], topics: Any, path_arg: Any) -> list[str]:
     if topics is None:
         return paths
+    if isinstance(topics, Iterable) and not isinstance(topics, str):
+        topics = list(topics)
     if isinstance(topics, str):
         wanted = [t.strip() for t in topics.split(",") if t.strip()]
-    elif isinstance(topics, Iterable) and all(isinstance(t, str) for t in topics):
+    elif isinstance(topics, list) and all(isinstance(t, str) for t in topics):
         wanted = [t.strip() for t in topics]
     else:
         raise TypeError(f"topics must be a str (a comma list) or a list of str, not {topics!r}")
