@@ -20,18 +20,28 @@ variants, ``failOnDataLoss``, ``includeHeaders``, ``minPartitions``, ``maxOffset
 :mod:`kafkalog.spark.options`. Writes follow Spark's Kafka sink; see :mod:`kafkalog.spark.writer`
 and :mod:`kafkalog.spark.write_options`.
 
+Maintenance runs the native cleaner and retention as Spark jobs, one task per partition
+(:mod:`kafkalog.spark.maintenance`)::
+
+    results = kafkalog.spark.compact(spark, "data/logs", topics=["orders"])
+    results = kafkalog.spark.run_retention(spark, "data/logs", config={"retention.ms": "604800000"})
+
 Importing this package imports neither pyspark nor starts anything; :func:`register` loads the
-data source.
+data source, and the maintenance names load their module when first used.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["register", "SOURCE_NAME"]
+    from .maintenance import COMPACT_SCHEMA, RETENTION_SCHEMA, compact, run_retention
+
+__all__ = ["register", "SOURCE_NAME", "compact", "run_retention", "COMPACT_SCHEMA", "RETENTION_SCHEMA"]
+
+_MAINTENANCE = frozenset({"compact", "run_retention", "COMPACT_SCHEMA", "RETENTION_SCHEMA"})
 
 #: The format name: ``spark.read.format("kafkalog")``.
 SOURCE_NAME = "kafkalog"
@@ -42,3 +52,12 @@ def register(spark: SparkSession) -> None:
     from .source import KafkaLogDataSource
 
     spark.dataSource.register(KafkaLogDataSource)
+
+
+def __getattr__(name: str) -> Any:
+    """The maintenance jobs, imported on first use (they import pyspark)."""
+    if name in _MAINTENANCE:
+        from . import maintenance
+
+        return getattr(maintenance, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,522 @@
+"""Distributed maintenance: Kafka's log cleaner and retention run on Spark executors, one task
+per partition.
+
+:func:`compact` runs the native cleaner (``UnifiedLog.compact_now``) and :func:`run_retention`
+runs Kafka's retention (``UnifiedLog.delete_old_segments``) on every selected partition
+directory. The partition dirs must live on storage every executor sees (a shared or network
+file system, or ``local[*]``); Spark spreads the partitions over its executors, so compaction
+scales past one machine.
+
+Both jobs run eagerly (the logs change when the call returns) and return a small DataFrame of
+per-partition results. A partition that fails (locked, corrupt, I/O error) gets its error in
+the ``error`` column while the others go on; only bad arguments fail the call, with an error
+naming the argument and its value.
+
+Locks, and why two cleans never meet on one partition:
+
+* A writable ``UnifiedLog.open`` takes an exclusive ``flock`` on the partition dir, held until
+  close; every task opens its partition writable, so a second clean (another job, a speculative
+  task copy, a ``UnifiedLog`` opened elsewhere) is refused with ``LogDirLockedError``.
+* A ``LogManager`` (or a Kafka broker) holds a ``fcntl`` lock on its log dir's ``.lock`` file,
+  and its logs hold their partition ``flock``. A task checks the parent dir's ``.lock`` without
+  taking it (``F_OFD_GETLK``), so a partition of a running manager is refused with a message
+  saying so even in the instant before the manager has loaded it.
+
+With ``wait=True`` a task waits (polling, up to ``wait_timeout`` seconds; None = forever) until
+both locks are free instead of failing.
+
+Kafka keeps topic configs in the cluster metadata and kafkalog does not persist them, so a
+partition dir carries none: pass them in ``config`` (Kafka's key names). They apply to every
+selected partition; call once per topic for different configs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from ..exceptions import LogDirLockedError
+from ..log import UnifiedLog
+
+__all__ = ["compact", "run_retention", "COMPACT_SCHEMA", "RETENTION_SCHEMA"]
+
+_LONG, _INT, _STR, _DOUBLE = ("long", pa.int64()), ("int", pa.int32()), ("string", pa.string()), ("double", pa.float64())
+
+_COMMON_HEAD = [("topic", _STR), ("partition", _INT), ("path", _STR)]
+_SIZES = [("bytes_before", _LONG), ("bytes_after", _LONG), ("records_before", _LONG), ("records_after", _LONG)]
+_COMMON_TAIL = [("waited_ms", _DOUBLE), ("duration_ms", _DOUBLE), ("error", _STR)]
+
+_COMPACT_FIELDS = [
+    *_COMMON_HEAD,
+    *_SIZES,
+    ("passes", _INT),
+    ("first_dirty_offset", _LONG),
+    ("cleaned_to_offset", _LONG),
+    ("first_uncleanable_offset", _LONG),
+    ("messages_read", _LONG),
+    ("messages_written", _LONG),
+    ("tombstones_removed", _LONG),
+    *_COMMON_TAIL,
+]
+_RETENTION_FIELDS = [
+    *_COMMON_HEAD,
+    *_SIZES,
+    ("segments_deleted", _INT),
+    ("log_start_offset_before", _LONG),
+    ("log_start_offset_after", _LONG),
+    ("reasons", _STR),
+    ("warnings", ("array<string>", pa.list_(pa.string()))),
+    *_COMMON_TAIL,
+]
+
+
+def _ddl(fields: list[tuple[str, tuple[str, Any]]]) -> str:
+    return ", ".join(f"{name} {spark_type}" for name, (spark_type, _) in fields)
+
+
+def _arrow(fields: list[tuple[str, tuple[str, Any]]]) -> pa.Schema:
+    return pa.schema([pa.field(name, arrow_type) for name, (_, arrow_type) in fields])
+
+
+#: The columns :func:`compact` returns, one row per partition. ``bytes_*`` are the partition's
+#: segment bytes, ``records_*`` the records in its batches (control records included);
+#: ``passes`` counts the offset-map passes; ``cleaned_to_offset`` is the first offset not
+#: cleaned; ``waited_ms`` the time spent waiting for the locks, ``duration_ms`` the time from
+#: the open to the close of the log.
+COMPACT_SCHEMA = _ddl(_COMPACT_FIELDS)
+#: The columns :func:`run_retention` returns, one row per partition. ``reasons`` counts the
+#: deleted segments per check (``retention_ms:3,log_start_offset:1``); ``warnings`` lists the
+#: segments whose timestamps lie in the future.
+RETENTION_SCHEMA = _ddl(_RETENTION_FIELDS)
+
+# The native cleaner's sizes, by their broker key (per task: Kafka divides the dedupe buffer
+# between its cleaner threads, here every task has its own).
+_CLEANER_KEYS: dict[str, tuple[str, type]] = {
+    "log.cleaner.dedupe.buffer.size": ("dedupe_buffer_size", int),
+    "log.cleaner.io.buffer.load.factor": ("load_factor", float),
+    "log.cleaner.io.buffer.size": ("io_buffer_size", int),
+    "log.cleaner.io.max.bytes.per.second": ("max_io_bytes_per_second", float),
+}
+
+# `<topic>-<partition>`: Kafka's topic characters (legal names are checked by Kafka at creation;
+# here they only tell partition dirs from other folders). `-delete`, `-stray` and `-future`
+# dirs (`<topic>-<partition>.<uuid>-delete`) do not match, so they are never touched.
+_PARTITION_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]{1,249})-(?P<partition>0|[1-9][0-9]{0,9})$")
+_SEGMENT_FILE = re.compile(r"^[0-9]{20}\.log$")
+
+
+# -- arguments (driver) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Job:
+    """Everything a task needs; pickled to the executors (strings and numbers only)."""
+
+    op: str
+    paths: list[str]
+    config: dict[str, str]
+    cleaner: dict[str, Any] = field(default_factory=dict)
+    wait: bool = False
+    wait_timeout: float | None = None
+    roll: bool = False
+    time_ms: int | None = None
+    cap_future_timestamps: bool = False
+
+
+def _split_paths(path: Any) -> list[str]:
+    if isinstance(path, (str, os.PathLike)):
+        parts = [p.strip() for p in os.fspath(path).split(",")]
+    elif isinstance(path, Iterable):
+        parts = []
+        for p in path:
+            if not isinstance(p, (str, os.PathLike)):
+                raise TypeError(f"path: every entry must be a str or os.PathLike, not {p!r}")
+            parts.append(os.fspath(p).strip())
+    else:
+        raise TypeError(f"path must be a str (a comma list), an os.PathLike or a list of them, not {path!r}")
+    parts = [p for p in parts if p]
+    if not parts:
+        raise ValueError(f"path: no directory given ({path!r})")
+    return parts
+
+
+def _is_partition_dir(path: str) -> bool:
+    if not _PARTITION_DIR.match(os.path.basename(os.path.normpath(path))):
+        return False
+    with os.scandir(path) as entries:
+        names = [(e.name, e.is_dir()) for e in entries]
+    if any(_SEGMENT_FILE.match(n) for n, is_dir in names if not is_dir):
+        return True
+    # A folder named like a partition that holds partition dirs is a log dir (e.g. "data-1").
+    return not any(is_dir and _PARTITION_DIR.match(n) for n, is_dir in names)
+
+
+def _discover(path: Any) -> list[str]:
+    """The partition dirs named by ``path``: partition dirs themselves, or the partition dirs
+    inside the parent folders given. Absolute paths, each directory once (symlinks resolved
+    to compare, kept in the result: the name says the topic-partition, the parent is the log
+    dir whose ``.lock`` counts)."""
+    found: list[str] = []
+    for entry in _split_paths(path):
+        if not os.path.isdir(entry):
+            raise ValueError(f"path: {entry!r} is not a directory" + ("" if os.path.exists(entry) else " (it does not exist)"))
+        if _is_partition_dir(entry):
+            found.append(entry)
+            continue
+        children = sorted(
+            os.path.join(entry, e.name)
+            for e in os.scandir(entry)
+            if e.is_dir() and _PARTITION_DIR.match(e.name)
+        )
+        if not children:
+            raise ValueError(f"path: {entry!r} holds no partition directories (named <topic>-<partition>)")
+        found.extend(children)
+    seen: set[str] = set()
+    out = []
+    for p in found:
+        real = os.path.realpath(p)
+        if real not in seen:
+            seen.add(real)
+            out.append(os.path.abspath(p))
+    return out
+
+
+def _topic_partition(path: str) -> tuple[str, int]:
+    m = _PARTITION_DIR.match(os.path.basename(path))
+    assert m is not None, path
+    return m.group("topic"), int(m.group("partition"))
+
+
+def _filter_topics(paths: list[str], topics: Any, path_arg: Any) -> list[str]:
+    if topics is None:
+        return paths
+    if isinstance(topics, Iterable) and not isinstance(topics, str):
+        topics = list(topics)
+    if isinstance(topics, str):
+        wanted = [t.strip() for t in topics.split(",") if t.strip()]
+    elif isinstance(topics, list) and all(isinstance(t, str) for t in topics):
+        wanted = [t.strip() for t in topics]
+    else:
+        raise TypeError(f"topics must be a str (a comma list) or a list of str, not {topics!r}")
+    if not wanted:
+        raise ValueError(f"topics: no topic given ({topics!r}); pass None for every topic")
+    present = {_topic_partition(p)[0] for p in paths}
+    missing = [t for t in wanted if t not in present]
+    if missing:
+        raise ValueError(
+            f"topics: no partition directory of {', '.join(repr(t) for t in missing)} under path {path_arg!r} "
+            f"(topics found: {', '.join(sorted(present)) or 'none'})"
+        )
+    return [p for p in paths if _topic_partition(p)[0] in wanted]
+
+
+def _config_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _split_config(config: Any, op: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """Topic configs for the open, and the cleaner's sizes (broker keys) for compact_now."""
+    if config is None:
+        config = {}
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a mapping of Kafka config keys to values, not {config!r}")
+    topic: dict[str, str] = {}
+    cleaner: dict[str, Any] = {}
+    for key, value in config.items():
+        if not isinstance(key, str):
+            raise TypeError(f"config: keys must be Kafka config names (str), not {key!r}")
+        if key in _CLEANER_KEYS:
+            if op != "compact":
+                raise ValueError(f"config: {key} is a log cleaner setting; run_retention does not clean")
+            name, kind = _CLEANER_KEYS[key]
+            try:
+                number = kind(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"config: invalid value {value!r} for {key}: must be a number") from None
+            if number <= 0 or (name == "load_factor" and number > 1):
+                raise ValueError(f"config: invalid value {value!r} for {key}: out of range")
+            cleaner[name] = number
+        else:
+            topic[key] = _config_value(value)
+    if op == "compact":
+        policy = topic.setdefault("cleanup.policy", "compact")
+        if "compact" not in [p.strip() for p in policy.split(",")]:
+            raise ValueError(
+                f"config: cleanup.policy={policy!r} does not include compact; compacting would drop records "
+                "the topic keeps (leave cleanup.policy out, or include compact)"
+            )
+    # The engine validates topic configs when a log opens: open a throwaway one here, so a bad
+    # key or value fails the call, naming it, before any task runs.
+    with tempfile.TemporaryDirectory(prefix="kafkalog-config-check-") as tmp:
+        try:
+            UnifiedLog.open(os.path.join(tmp, "config-0"), topic).close()
+        except ValueError as e:  # InvalidConfigError names the key and value
+            raise ValueError(f"config: {e}") from None
+    return topic, cleaner
+
+
+def _check_common(spark: Any, wait: Any, wait_timeout: Any) -> None:
+    if not hasattr(spark, "range") or not hasattr(spark, "createDataFrame"):
+        raise TypeError(f"spark must be a SparkSession, not {spark!r}")
+    if not isinstance(wait, bool):
+        raise TypeError(f"wait must be True or False, not {wait!r}")
+    if wait_timeout is not None and (
+        isinstance(wait_timeout, bool) or not isinstance(wait_timeout, (int, float)) or not wait_timeout >= 0
+    ):
+        raise ValueError(f"wait_timeout must be None or a number of seconds >= 0, not {wait_timeout!r}")
+
+
+# -- the jobs -------------------------------------------------------------------------------
+
+
+def compact(
+    spark: Any,
+    path: Any,
+    topics: Any = None,
+    config: Mapping[str, Any] | None = None,
+    wait: bool = False,
+    *,
+    wait_timeout: float | None = None,
+    roll: bool = False,
+    time_ms: int | None = None,
+) -> Any:
+    """Compacts every partition dir under ``path`` with Kafka's cleaner, one Spark task per
+    partition, and returns a DataFrame of :data:`COMPACT_SCHEMA` (one row per partition, sorted
+    by topic and partition).
+
+    ``path``: a parent folder of partition dirs, partition dirs, or several of either (a comma
+    list or a list). ``topics``: only these topics (a comma list or a list). ``config``: topic
+    configs (``cleanup.policy`` defaults to ``compact``; ``min.compaction.lag.ms``,
+    ``delete.retention.ms``, ``segment.bytes``, ...) and the cleaner's broker keys
+    ``log.cleaner.dedupe.buffer.size`` (per task), ``log.cleaner.io.buffer.size``,
+    ``log.cleaner.io.buffer.load.factor`` and ``log.cleaner.io.max.bytes.per.second`` (per
+    task). ``wait``: wait for locked partitions instead of reporting them (at most
+    ``wait_timeout`` seconds each).
+
+    Like Kafka, the cleaner never touches the active segment; ``roll=True`` rolls each log first
+    so that everything up to its end is cleaned. ``time_ms`` is the clean's "now" (tombstone
+    horizons, ``min.compaction.lag.ms``), for reproducible runs; default the clock.
+
+    The cleaned range starts at each log's start offset: a standalone partition has no
+    ``cleaner-offset-checkpoint`` (a LogManager's cleaner keeps one; it is neither read nor
+    written here, and heals itself at the manager's next start)."""
+    _check_common(spark, wait, wait_timeout)
+    if not isinstance(roll, bool):
+        raise TypeError(f"roll must be True or False, not {roll!r}")
+    if time_ms is not None and (isinstance(time_ms, bool) or not isinstance(time_ms, int) or time_ms < 0):
+        raise ValueError(f"time_ms must be None or a timestamp in ms >= 0, not {time_ms!r}")
+    topic_config, cleaner = _split_config(config, "compact")
+    paths = _filter_topics(_discover(path), topics, path)
+    job = _Job("compact", paths, topic_config, cleaner, wait, wait_timeout, roll=roll, time_ms=time_ms)
+    return _run_job(spark, job, _COMPACT_FIELDS)
+
+
+def run_retention(
+    spark: Any,
+    path: Any,
+    topics: Any = None,
+    config: Mapping[str, Any] | None = None,
+    wait: bool = False,
+    *,
+    wait_timeout: float | None = None,
+    cap_future_timestamps: bool = False,
+) -> Any:
+    """Runs Kafka's retention (``deleteOldSegments``: the log-start, ``retention.bytes`` and
+    ``retention.ms`` checks) on every partition dir under ``path``, one Spark task per
+    partition, and returns a DataFrame of :data:`RETENTION_SCHEMA` sorted by topic and
+    partition. Arguments as for :func:`compact`; ``config`` holds topic configs
+    (``retention.ms``, ``retention.bytes``, ``cleanup.policy`` (default ``delete``),
+    ``file.delete.delay.ms``, ...). Retention runs against the wall clock, as Kafka's does.
+
+    Deleted segments are renamed ``.deleted`` at once (readers no longer see them) and unlinked
+    when the log closes if ``file.delete.delay.ms`` has passed by then; otherwise the next
+    writable open of the partition unlinks them. ``cap_future_timestamps`` (kafkalog's opt-in)
+    judges a segment with future timestamps by its file's modification time."""
+    _check_common(spark, wait, wait_timeout)
+    if not isinstance(cap_future_timestamps, bool):
+        raise TypeError(f"cap_future_timestamps must be True or False, not {cap_future_timestamps!r}")
+    topic_config, _ = _split_config(config, "retention")
+    paths = _filter_topics(_discover(path), topics, path)
+    job = _Job("retention", paths, topic_config, wait=wait, wait_timeout=wait_timeout,
+               cap_future_timestamps=cap_future_timestamps)
+    return _run_job(spark, job, _RETENTION_FIELDS)
+
+
+def _run_job(spark: Any, job: _Job, fields: list[tuple[str, tuple[str, Any]]]) -> Any:
+    # The tasks run as the input partitions of a small Python data source: one input
+    # partition, so one Spark task, per log partition. Unlike mapInArrow it needs no pandas,
+    # and unlike an RDD it also works on Spark Connect. Collected here so that the work happens
+    # once, now: a lazy DataFrame would clean again at every action.
+    spark.dataSource.register(_MaintenanceSource)
+    tasks = spark.read.format(_MaintenanceSource.name()).option("job", json.dumps(asdict(job))).load()
+    rows = sorted(tasks.collect(), key=lambda r: (r["topic"], r["partition"], r["path"]))
+    return spark.createDataFrame(rows, _ddl(fields))
+
+
+def _fields(op: str) -> list[tuple[str, tuple[str, Any]]]:
+    return _COMPACT_FIELDS if op == "compact" else _RETENTION_FIELDS
+
+
+class _MaintenanceSource(DataSource):
+    """Internal: the maintenance job as a Python data source (option ``job``: a _Job as JSON).
+    Holds only strings, as Spark pickles it."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafkalog_maintenance"
+
+    def schema(self) -> str:
+        return _ddl(_fields(json.loads(self.options["job"])["op"]))
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return _MaintenanceReader(self.options["job"])
+
+
+class _MaintenanceReader(DataSourceReader):
+    def __init__(self, job: str) -> None:
+        self.job = job
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(i) for i in range(len(json.loads(self.job)["paths"]))]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        # Runs on an executor: one partition's clean or retention, reported as one row.
+        job = _Job(**json.loads(self.job))
+        row = _run_one(job, job.paths[partition.value])
+        yield pa.RecordBatch.from_pylist([row], schema=_arrow(_fields(job.op)))
+
+
+# -- one partition (executors) ----------------------------------------------------------------
+
+
+def _run_one(job: _Job, path: str) -> dict[str, Any]:
+    topic, partition = _topic_partition(path)
+    row: dict[str, Any] = {"topic": topic, "partition": partition, "path": path}
+    asked = time.monotonic()
+    opened = None
+    log = None
+    try:
+        log = _open_when_free(job, path)
+        opened = time.monotonic()
+        row["waited_ms"] = (opened - asked) * 1000.0
+        row["bytes_before"], row["records_before"] = _sizes(log)
+        if job.op == "compact":
+            _compact_one(job, log, row)
+        else:
+            _retention_one(job, log, row)
+        row["bytes_after"], row["records_after"] = _sizes(log)
+        done, log = log, None
+        done.close()
+    except Exception as e:  # noqa: BLE001 - every failure belongs to this partition's row
+        row["error"] = f"{type(e).__name__}: {e}"
+    finally:
+        if log is not None:
+            try:
+                log.close()
+            except Exception:  # noqa: BLE001 - the first error is already in the row
+                pass
+    if opened is not None:
+        row["duration_ms"] = (time.monotonic() - opened) * 1000.0
+    return row
+
+
+def _sizes(log: UnifiedLog) -> tuple[int, int]:
+    segments = log.segments
+    return sum(s.size for s in segments), sum(s.record_count for s in segments)
+
+
+def _compact_one(job: _Job, log: UnifiedLog, row: dict[str, Any]) -> None:
+    if job.roll and log.segments and log.segments[-1].size > 0:
+        log.roll()
+    result = log.compact_now(time_ms=job.time_ms, **job.cleaner)
+    row["passes"] = len(result.passes)
+    row["first_dirty_offset"] = result.first_dirty_offset
+    row["cleaned_to_offset"] = result.end_offset
+    row["first_uncleanable_offset"] = result.first_uncleanable_offset
+    row["messages_read"] = result.stats.messages_read
+    row["messages_written"] = result.stats.messages_written
+    row["tombstones_removed"] = result.stats.tombstones_removed
+
+
+def _retention_one(job: _Job, log: UnifiedLog, row: dict[str, Any]) -> None:
+    row["log_start_offset_before"] = log.log_start_offset
+    result = log.delete_old_segments(cap_future_timestamps=job.cap_future_timestamps)
+    row["segments_deleted"] = len(result.deleted)
+    row["log_start_offset_after"] = result.log_start_offset
+    counts: dict[str, int] = {}
+    for d in result.deleted:
+        counts[d.reason] = counts.get(d.reason, 0) + 1
+    row["reasons"] = ",".join(f"{k}:{v}" for k, v in counts.items())
+    row["warnings"] = list(result.warnings)
+
+
+# -- locks ------------------------------------------------------------------------------------
+
+
+def _open_when_free(job: _Job, path: str) -> UnifiedLog:
+    """Opens the partition writable (taking its flock) once neither a LogManager / Kafka broker
+    on its log dir nor another writer holds it; raises LogDirLockedError at once unless
+    ``job.wait``."""
+    deadline = None if job.wait_timeout is None else time.monotonic() + job.wait_timeout
+    delay = 0.05
+    while True:
+        reason = _manager_lock_reason(path)
+        if reason is None:
+            # A writable open creates a missing dir: never do that for one deleted meanwhile.
+            if not os.path.isdir(path):
+                raise FileNotFoundError(f"partition directory {path} no longer exists")
+            try:
+                return UnifiedLog.open(path, job.config)
+            except LogDirLockedError:
+                reason = f"{path} is locked by another writer (another clean, a LogManager's log or an open UnifiedLog)"
+        if not job.wait:
+            raise LogDirLockedError(f"{reason}; refused (pass wait=True to wait for it)")
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            raise LogDirLockedError(f"{reason}; still locked after waiting {job.wait_timeout} s")
+        time.sleep(delay if deadline is None else min(delay, max(deadline - now, 0.0)))
+        delay = min(delay * 2, 1.0)
+
+
+# struct flock on Linux (x86_64, aarch64): short l_type, short l_whence, off_t l_start,
+# off_t l_len, pid_t l_pid, padded to 32 bytes.
+_FLOCK = struct.Struct("=hhxxxxqqixxxx")
+
+
+def _manager_lock_reason(path: str) -> str | None:
+    """Why the partition's log dir is in use by a LogManager or a Kafka broker (they hold an
+    exclusive fcntl lock on ``<log dir>/.lock``), or None. Only tests for the lock (F_OFD_GETLK),
+    never takes it, never creates the file."""
+    try:
+        import fcntl
+
+        getlk = fcntl.F_OFD_GETLK
+    except (ImportError, AttributeError):  # not Linux: the partition flock still protects
+        return None
+    lock_file = os.path.join(os.path.dirname(path), ".lock")
+    try:
+        fd = os.open(lock_file, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        request = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        l_type = _FLOCK.unpack(fcntl.fcntl(fd, getlk, request))[0]
+    finally:
+        os.close(fd)
+    if l_type == fcntl.F_UNLCK:
+        return None
+    return f"{path} belongs to a running LogManager or Kafka broker (it holds {lock_file})"
