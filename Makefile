@@ -77,11 +77,13 @@ fuzz:
 	PROPTEST_CASES=200000 cargo test --release --quiet fuzz_
 
 # Crash and corruption soak: 500 SIGKILLs of a child process writing to a LogManager (`make
-# test` runs 30) and 200 damaged files per kind of file and damage (`make test`: 25). About five
-# minutes on two cores. Not part of `make test`.
+# test` runs 30), 500 of a compacting child (`make test`: 20), 200 damaged files per kind of
+# file and damage (`make test`: 25), and the compaction model with 10x its examples. About
+# fifteen minutes on two cores. Not part of `make test`.
 soak: $(NATIVE_STAMP)
-	KAFKALOG_CRASH_KILLS=500 KAFKALOG_CORRUPTION_CASES=200 $(PY) -m pytest -q \
-		tests/python/test_crash_recovery.py tests/python/test_corruption.py
+	KAFKALOG_CRASH_KILLS=500 KAFKALOG_CORRUPTION_CASES=200 KAFKALOG_CLEANER_CRASH_KILLS=500 KAFKALOG_SOAK=10 \
+		$(PY) -m pytest -q tests/python/test_crash_recovery.py tests/python/test_corruption.py \
+		tests/python/test_cleaner_crash.py tests/python/test_compaction_model.py
 
 clean:
 	rm -rf $(VENV) target python/kafkalog/_native*.so
