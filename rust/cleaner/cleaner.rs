@@ -518,10 +518,12 @@ impl Cleaner {
         }
         let aborted = txn.take_retained_aborted();
         if let Some(unwritten) = output.deferred {
-            if aborted.is_empty() {
+            // The cleaned segment's `.txnindex` holds exactly the aborted transactions whose
+            // markers stay; the original's may differ, so only a segment with neither is kept.
+            let original_txn_index = std::fs::metadata(group[0].txn_index_path()).is_ok_and(|m| m.len() > 0);
+            if aborted.is_empty() && !original_txn_index {
                 return Ok(Filled::Unchanged);
             }
-            // The cleaned segment gets a `.txnindex` the original may lack: write it after all.
             let copied = self.bufs.copy_prefix(&group[0], cleaned, unwritten)?;
             self.throttler.maybe_throttle(copied as f64);
         }
