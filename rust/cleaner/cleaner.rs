@@ -17,6 +17,7 @@ use super::producer_scan::ProducerScan;
 use super::throttler::Throttler;
 use crate::error::{Error, Result};
 use crate::log::unified_log::{CleaningGuard, UnifiedLog};
+use crate::record::batch::{MAGIC_OFFSET, MAGIC_V2};
 use crate::record::builder::{BatchBuilder, BatchHeader};
 use crate::record::records::{next_batch_size, BatchIter};
 use crate::segment::log_segment::LogSegment;
@@ -91,7 +92,19 @@ impl IoBuffers {
     ) -> Result<()> {
         let target = if self.read.len() >= max_message_bytes {
             let desc = || format!("log segment {} at position {position}", segment.path().display());
-            let next = next_batch_size(&self.read[..chunk_len]).map_err(|e| e.in_file(&segment.path(), position))?;
+            let chunk = &self.read[..chunk_len];
+            let next = next_batch_size(chunk).map_err(|e| e.in_file(&segment.path(), position))?;
+            // Kafka's ByteBufferLogInputStream.nextBatchSize also rejects an impossible magic here, so a damaged
+            // header fails at the size limit instead of growing the buffers to whatever size it declares.
+            if let Some(&magic) = chunk.get(MAGIC_OFFSET).filter(|_| next.is_some()) {
+                if magic > MAGIC_V2 {
+                    return Err(Error::CorruptRecord {
+                        file: Some(segment.path()),
+                        position,
+                        reason: format!("Invalid magic found in record: {}", magic as i8),
+                    });
+                }
+            }
             let Some(next) = next else {
                 return Err(Error::illegal_state(format!("Could not determine next batch size for {}", desc())));
             };

@@ -9,9 +9,10 @@
 //!
 //! Where Kafka's reader is lenient this one is too: bytes after the value are allowed (the CRC covers them), any
 //! negative length means null, a truncated inner entry at the end of a decompressed stream ends it silently, and a v1
-//! wrapper with offset 0 (written by some librdkafka versions) takes its inner offsets as they are. Beyond Kafka's read
-//! path, inner messages get the broker's append-time checks: their magic must match the wrapper's and their CRCs must
-//! hold.
+//! wrapper with offset 0 (written by some librdkafka versions) takes its inner offsets as they are. As in Kafka's read
+//! path (not its produce-time validation), an inner message may have another magic than its wrapper: cleaners before
+//! KAFKA-4298 wrote magic 1 wrappers around magic 0 messages. The wrapper's magic decides how inner offsets read, the
+//! inner message's whether it has a timestamp. Beyond Kafka's read path, inner CRCs must hold.
 
 // Casts are between on-disk int32 lengths and sizes already checked against the buffer; the record tuple type is the
 // public API's.
@@ -260,7 +261,12 @@ impl<'a> LegacyEntry<'a> {
         let mut pos = 0;
         while let Some(inner) = self.next_inner(data, &mut pos, false)? {
             let offset = base + inner.last_offset();
-            let timestamp = wrapper_timestamp.unwrap_or_else(|| inner.max_timestamp());
+            // Kafka's DeepRecordsIterator gives a v1 inner message the wrapper's LogAppendTime; a v0 one (KAFKA-4298)
+            // has no timestamp whatever its wrapper.
+            let timestamp = match inner.magic() {
+                0 => -1,
+                _ => wrapper_timestamp.unwrap_or_else(|| inner.max_timestamp()),
+            };
             let (key, value, size) = (inner.key(), inner.value(), inner.buf.len() as u32);
             f(Record::without_headers(offset, timestamp, key, value, size))?;
         }
@@ -328,10 +334,8 @@ impl<'a> LegacyEntry<'a> {
             return Err(self.inner_error(&format!("inner entry at byte {}: {reason}", at + p)));
         }
         let inner = LegacyEntry { buf };
-        let (offset, magic) = (inner.last_offset(), inner.magic());
-        let reason = if magic != self.magic() {
-            format!("inner message at offset {offset} has magic {magic}, unlike its wrapper")
-        } else if inner.attributes() & CODEC_MASK != 0 {
+        let offset = inner.last_offset();
+        let reason = if inner.attributes() & CODEC_MASK != 0 {
             format!("inner message at offset {offset} is compressed; inner messages must not be")
         } else if crc && !inner.is_valid() {
             let (stored, computed) = (inner.checksum(), inner.compute_checksum());
@@ -658,6 +662,25 @@ mod tests {
         );
     }
 
+    /// KAFKA-4298: inner messages of another magic than their wrapper read as Kafka's read path reads them (offsets
+    /// by the wrapper's magic, a timestamp only for v1 inner messages), under either timestamp type.
+    #[test]
+    fn inner_messages_of_another_magic_are_read() {
+        let mut v0_inner = one(0, 0, -1, Some(b"k"), Some(b"x"));
+        v0_inner.extend(one(0, 1, -1, Some(b"l"), Some(b"y")));
+        let want = owned(&[(8, -1, Some(b"k"), Some(b"x")), (9, -1, Some(b"l"), Some(b"y"))]);
+        assert_eq!(read(&gzip_wrapper(1, &gzip(&v0_inner))).unwrap(), want);
+        let mut log_append = Vec::new();
+        write_message(&mut log_append, 1, Gzip.id() | TIMESTAMP_TYPE_MASK, 9, 77, None, Some(&gzip(&v0_inner)))
+            .unwrap();
+        assert_eq!(read(&log_append).unwrap(), want, "v0 inner messages have no timestamp, even under LogAppendTime");
+        // A v0 wrapper around v1 messages: absolute inner offsets, the messages' own timestamps.
+        let mut v1_inner = one(1, 4, 40, Some(b"k"), Some(b"x"));
+        v1_inner.extend(one(1, 5, 50, Some(b"l"), Some(b"y")));
+        let want = owned(&[(4, 40, Some(b"k"), Some(b"x")), (5, 50, Some(b"l"), Some(b"y"))]);
+        assert_eq!(read(&gzip_wrapper(0, &gzip(&v1_inner))).unwrap(), want);
+    }
+
     #[test]
     fn malformed_inner_sets_are_rejected() {
         let nested = wrapped(1, Gzip, CreateTime, &RECORDS[..1]);
@@ -666,7 +689,6 @@ mod tests {
         tiny[8..12].copy_from_slice(&13i32.to_be_bytes());
         for (value, want) in [
             (gzip(&nested), "is compressed; inner messages must not be"),
-            (gzip(&v0), "has magic 0, unlike its wrapper"),
             (gzip(&[]), "no inner messages"),
             (gzip(&tiny), "inner entry at byte 0 has size 13, below 14"),
             (b"not gzip".to_vec(), "gzip decompression failed"),

@@ -13,7 +13,10 @@
 //!   `LogCleanerManagerTest`);
 //! - `cleaner_pass_two`: pass 2 using what pass 1 learned (whole batches kept or dropped undecoded);
 //! - `cleaner_threads`: the cleaner threads and the `LogManager`'s use of them (the cleaner
-//!   cases of `LogManagerTest`, dead threads, reconfiguration, status, on-demand compaction).
+//!   cases of `LogManagerTest`, dead threads, reconfiguration, status, on-demand compaction);
+//! - `log_cleaner_conformance`: the rest of section 10's `LogCleanerTest` list (transactions
+//!   across segments and passes, empty-batch retention, last sequences, large and corrupt
+//!   batches, zero-index grouping, offset overflow split, KAFKA-4298 message sets).
 
 mod cleaner_pass_two;
 mod cleaner_threads;
@@ -21,6 +24,7 @@ mod common;
 mod fault;
 mod fuzz;
 mod log_cleaner;
+mod log_cleaner_conformance;
 mod log_cleaner_manager;
 mod log_loader;
 mod log_manager;
