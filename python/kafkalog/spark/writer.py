@@ -110,19 +110,26 @@ class _Router:
         return out
 
 
-def _native_headers(rows: list[list[dict[str, object]] | None], topic: str) -> list[list[tuple[bytes, bytes | None]]]:
-    out = []
-    for row in rows:
-        pairs: list[tuple[bytes, bytes | None]] = []
-        for h in row or ():
-            key, value = (h or {}).get("key"), (h or {}).get("value")
-            if not isinstance(key, str):
-                raise InvalidRecordError(f"a row of topic {topic!r} has a null header or header key")
-            if not (value is None or isinstance(value, bytes)):
-                raise InvalidRecordError(f"a header value of topic {topic!r} is {type(value).__name__}, not bytes")
-            pairs.append((key.encode(), value))
-        out.append(pairs)
-    return out
+def _native_headers(column: pa.Array, topic: str) -> list[list[tuple[bytes, bytes | None]]]:
+    """Each row's headers as (key bytes, value bytes or None) pairs, from the Arrow
+    ``array<struct<key: string, value: binary>>`` column: the keys and values are converted
+    once for the whole column, then split by the list offsets (a null row has no headers)."""
+    if not isinstance(column, pa.ListArray | pa.LargeListArray):
+        raise InvalidRecordError(f"the 'headers' column of topic {topic!r} is {column.type}, not array<struct<key, value>>")
+    entries = column.values
+    if entries.null_count:
+        raise InvalidRecordError(f"a row of topic {topic!r} has a null header")
+    keys = entries.field("key")
+    if keys.null_count:
+        raise InvalidRecordError(f"a row of topic {topic!r} has a null header key")
+    key_bytes = _binary(keys).to_pylist()
+    value_bytes = _binary(entries.field("value")).to_pylist()
+    offsets = column.offsets.to_pylist()
+    valid = column.is_valid().to_pylist()
+    return [
+        list(zip(key_bytes[offsets[i] : offsets[i + 1]], value_bytes[offsets[i] : offsets[i + 1]])) if valid[i] else []
+        for i in range(len(column))
+    ]
 
 
 class KafkaLogWriter(DataSourceArrowWriter):
@@ -169,7 +176,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
             size = (pc.sum(pc.binary_length(k)).as_py() or 0) + (pc.sum(pc.binary_length(v)).as_py() or 0)
             records: list[NativeRecord]
             if headers is not None and headers.filter(mask).null_count < len(k):
-                hdrs: list[list[tuple[bytes, bytes | None]]] = _native_headers(headers.filter(mask).to_pylist(), topic)
+                hdrs = _native_headers(headers.filter(mask), topic)
                 size += sum(len(a) + len(b or b"") for row in hdrs for a, b in row)
                 records = list(zip(k.to_pylist(), v.to_pylist(), hdrs, repeat(None)))
             else:
