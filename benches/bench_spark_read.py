@@ -18,9 +18,13 @@ Every source gives the seven default columns of Spark's Kafka source (key, value
 partition, offset, timestamp, timestampType; no headers), one Spark partition per log
 partition (Parquet: one file per partition). Each timed run forces full materialisation with a
 noop write (``df.write.format("noop")``: every row and column produced, nothing stored); the
-warm-up run checks that every source returns the same record count, payload and offsets.
-Figures are medians of ``--runs`` runs after the warm-up; throughput is per core of the
-``local[N]`` session, MB are the records' uncompressed key + value bytes.
+warm-up run checks that every source returns the same record count, payload and offsets, then
+runs the timed noop write once untimed (the JVM compiles that plan's code before the clock
+starts: the first noop write of a session took twice as long). The timed runs go round robin
+over the sources, so a load change on the machine hits all of them; the 1-minute load average
+before and after is printed. Figures are medians of ``--runs`` runs after the warm-up;
+throughput is per core of the ``local[N]`` session, MB are the records' uncompressed key +
+value bytes.
 
 Goals (issue 6): kafkalog >= 10x (a), and within 2x of (b) (kafkalog's time <= 2 x Parquet's).
 
@@ -71,7 +75,7 @@ def _segment_files(partition_dir: str) -> list[str]:
 def _kafka_python_records(partition_dir: str) -> Iterator[tuple[Any, ...]]:
     """(key, value, offset, timestamp ms, timestamp type) of every data record of the
     partition, decoded by kafka-python (CRC checked)."""
-    from kafka.record.memory_records import MemoryRecords
+    from kafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped]
 
     for path in _segment_files(partition_dir):
         with open(path, "rb") as f:
@@ -219,7 +223,7 @@ def sources(spark: Any, logs: str, parquet: str, arrow_baseline: bool) -> dict[s
     spark.dataSource.register(KafkaPythonSource)
     out: dict[str, Callable[[], Any] | str] = {}
     try:
-        from kafkalog.spark import register  # type: ignore[attr-defined]
+        from kafkalog.spark import register
 
         register(spark)
         out["kafkalog data source"] = lambda: (
@@ -271,16 +275,29 @@ def bench_codec(spark: Any, args: argparse.Namespace, codec: str, scratch: str) 
         expected = (records, payload, args.partitions * sum(range(args.records // args.partitions)))
 
         results: dict[str, list[float] | str] = {}
+        runnable: dict[str, Callable[[], Any]] = {}
         for label, make in sources(spark, logs, parquet, args.arrow_baseline).items():
             if isinstance(make, str):
                 results[label] = make
                 continue
+            results[label] = []  # table order: the sources' order
             for _ in range(args.warmup):
                 got = check(make())
                 if got != expected:
                     raise SystemExit(f"{label} returned (records, bytes, offset sum) {got}, expected {expected}")
-            results[label] = timed_runs(make, args.runs)
+                timed_runs(make, 1)  # the timed plan (noop write) once, so its code is JIT-compiled too
+            runnable[label] = make
+        times: dict[str, list[float]] = {label: [] for label in runnable}
+        load_before = os.getloadavg()
+        for _ in range(args.runs):  # round robin: a change in the machine's load hits every source alike
+            for label, make in runnable.items():
+                times[label] += timed_runs(make, 1)
+        load_after = os.getloadavg()
+        for label in runnable:
+            results[label] = times[label]
             print(f"  {label}: {', '.join(f'{s:.2f}' for s in results[label])} s", flush=True)
+        print(f"  load average (1 min) {load_before[0]:.2f} before the timed runs, {load_after[0]:.2f} after "
+              f"({os.cpu_count()} CPUs)", flush=True)
         report(results, records, payload, args.cores)
     finally:
         if args.keep:

@@ -24,7 +24,7 @@ from pyspark.sql.types import (
 
 from ..exceptions import InvalidOptionError
 from .options import parse_bool, parse_read_options
-from .reader import KafkaLogBatchReader
+from .reader import KafkaLogBatchReader, freeze_gc_in_reused_worker
 from .sink import ensure_topic
 from .write_options import parse_write_options
 from .writer import KafkaLogWriter, check_write_schema
@@ -65,6 +65,7 @@ class KafkaLogDataSource(DataSource):
         return "kafkalog"
 
     def schema(self) -> StructType:
+        freeze_gc_in_reused_worker()  # runs in the (reused) worker that creates the data source
         raw = _option(self.options, "includeHeaders")
         return kafka_schema(parse_bool("includeHeaders", raw) if raw is not None else False)
 
