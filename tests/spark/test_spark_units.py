@@ -3,6 +3,7 @@ option parsing, Spark's range splitting and rate limiting."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
@@ -64,3 +65,26 @@ def test_rate_limit_as_sparks_kafka_source() -> None:
     latest = {("t", 0): 1000, ("t", 1): 2, ("t", 2): 7}
     assert rate_limit(start, latest, 100) == {("t", 0): 99, ("t", 1): 1, ("t", 2): 7}  # ceil below 1, floor above
     assert rate_limit(start, latest, 10_000) == latest
+
+
+@pytest.mark.parametrize("reuse", [None, "1"])
+def test_gc_is_frozen_only_in_reused_pyspark_workers(reuse: str | None) -> None:
+    """freeze_gc_in_reused_worker acts once, and only where pyspark's daemon reuses the worker
+    (SPARK_REUSE_WORKER set); the driver and plain Python keep a normal collector."""
+    code = (
+        "import gc\n"
+        "from kafkalog.spark.reader import freeze_gc_in_reused_worker\n"
+        "freeze_gc_in_reused_worker()\n"
+        "first = gc.get_freeze_count()\n"
+        "freeze_gc_in_reused_worker()\n"
+        "print(first, gc.get_freeze_count())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_REUSE_WORKER"}
+    if reuse is not None:
+        env["SPARK_REUSE_WORKER"] = reuse
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+    first, second = int(out[0]), int(out[1])
+    if reuse is None:
+        assert (first, second) == (0, 0)
+    else:
+        assert first > 1000 and second == first, "frozen once, not again"
