@@ -9,17 +9,16 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::cleaner_stats::CleanerStats;
 use super::filter::{AbortedTxn, CleanedTransactionMetadata, CleanerFilter, LastRecord};
-use super::log_to_clean::{calculate_cleanable_bytes, cleanable_offsets, LogToClean};
+use super::io_buffers::IoBuffers;
+use super::log_to_clean::{calculate_cleanable_bytes, LogToClean};
 use super::mapped_records::{MappedRecords, TRACKED_OFFSETS_PER_SLOT};
 use super::md5x8::hash_record_keys;
-use super::offset_map::{KeyHash, SkimpyOffsetMap};
+use super::offset_map::SkimpyOffsetMap;
 use super::producer_scan::ProducerScan;
 use super::throttler::Throttler;
 use crate::error::{Error, Result};
 use crate::log::unified_log::{CleaningGuard, UnifiedLog};
-use crate::record::batch::{MAGIC_OFFSET, MAGIC_V2};
-use crate::record::builder::{BatchBuilder, BatchHeader};
-use crate::record::records::{next_batch_size, BatchIter};
+use crate::record::records::BatchIter;
 use crate::segment::log_segment::LogSegment;
 use crate::util::clock::SharedClock;
 
@@ -45,134 +44,6 @@ impl Default for CleanerParams {
             max_io_buffer_size: 1024 * 1024 + 12,
             dedupe_buffer_load_factor: 0.9,
             producer_id_expiration_ms: 86_400_000,
-        }
-    }
-}
-
-/// The read buffer, grown for batches larger than it and restored afterwards.
-struct IoBuffers {
-    read: Vec<u8>,
-    out: Vec<u8>,
-    scratch: Vec<u8>,
-    /// Key digests of one batch's records, and scratch for computing them.
-    hashes: Vec<Option<KeyHash>>,
-    digests: Vec<KeyHash>,
-    builder: BatchBuilder,
-    base_size: usize,
-    max_size: usize,
-}
-
-impl IoBuffers {
-    fn new(size: usize, max_size: usize) -> Self {
-        IoBuffers {
-            read: vec![0; size],
-            out: Vec::with_capacity(size),
-            scratch: Vec::new(),
-            hashes: Vec::new(),
-            digests: Vec::new(),
-            builder: BatchBuilder::new(BatchHeader::default()),
-            base_size: size,
-            max_size,
-        }
-    }
-
-    /// Reads up to a buffer's worth at `position` of `segment` (bounded by its size).
-    fn read_chunk(&mut self, segment: &LogSegment, position: u64, end: u64) -> Result<usize> {
-        let want = ((end - position) as usize).min(self.read.len());
-        segment.log().read_at(position, &mut self.read[..want])
-    }
-
-    /// Kafka's `growBuffersOrFail`: the chunk at `position` held no complete batch.
-    fn grow_or_fail(
-        &mut self,
-        segment: &LogSegment,
-        position: u64,
-        max_message_bytes: usize,
-        chunk_len: usize,
-    ) -> Result<()> {
-        let target = if self.read.len() >= max_message_bytes {
-            let desc = || format!("log segment {} at position {position}", segment.path().display());
-            let chunk = &self.read[..chunk_len];
-            let next = next_batch_size(chunk).map_err(|e| e.in_file(&segment.path(), position))?;
-            // Kafka's ByteBufferLogInputStream.nextBatchSize also rejects an impossible magic here, so a damaged
-            // header fails at the size limit instead of growing the buffers to whatever size it declares.
-            if let Some(&magic) = chunk.get(MAGIC_OFFSET).filter(|_| next.is_some()) {
-                if magic > MAGIC_V2 {
-                    return Err(Error::CorruptRecord {
-                        file: Some(segment.path()),
-                        position,
-                        reason: format!("Invalid magic found in record: {}", magic as i8),
-                    });
-                }
-            }
-            let Some(next) = next else {
-                return Err(Error::illegal_state(format!("Could not determine next batch size for {}", desc())));
-            };
-            if next <= self.read.len() {
-                return Err(Error::illegal_state(format!(
-                    "Batch size {next} < buffer size {}, but not processed for {}",
-                    self.read.len(),
-                    desc()
-                )));
-            }
-            let left = segment.size().saturating_sub(position);
-            if next as u64 > left {
-                return Err(Error::CorruptRecord {
-                    file: Some(segment.path()),
-                    position,
-                    reason: format!("Log segment may be corrupt, batch size {next} > {left} bytes left in segment"),
-                });
-            }
-            next
-        } else {
-            max_message_bytes
-        };
-        let cap = target.max(self.max_size);
-        if self.read.len() >= cap {
-            return Err(Error::illegal_state(format!(
-                "This log contains a message larger than maximum allowable size of {cap} ({}, position {position}).",
-                segment.path().display()
-            )));
-        }
-        let new_size = (self.read.len() * 2).min(cap);
-        log::info!("Growing cleaner I/O buffers from {} bytes to {new_size} bytes.", self.read.len());
-        self.read.resize(new_size, 0);
-        Ok(())
-    }
-
-    /// Appends the first `len` bytes of `source` (whole batches, all kept as they were) to
-    /// `dest`, chunk by chunk, through the read buffer (which has already held every one of
-    /// those batches). Returns the bytes written.
-    fn copy_prefix(&mut self, source: &LogSegment, dest: &LogSegment, len: u64) -> Result<u64> {
-        let mut position = 0u64;
-        while position < len {
-            let n = self.read_chunk(source, position, len)?;
-            let (mut valid, mut last_offset, mut records) = (0usize, -1i64, 0u64);
-            for item in BatchIter::new(&self.read[..n]) {
-                let (at, batch) = item.map_err(|e| e.in_file(&source.path(), position))?;
-                valid = at + batch.size_in_bytes();
-                last_offset = batch.last_offset();
-                records += batch.record_count()?;
-            }
-            if valid == 0 {
-                return Err(Error::illegal_state(format!(
-                    "cannot re-read the batch at position {position} of {}",
-                    source.path().display()
-                )));
-            }
-            dest.append(last_offset, &self.read[..valid], records)?;
-            position += valid as u64;
-        }
-        Ok(position)
-    }
-
-    fn restore(&mut self) {
-        if self.read.len() > self.base_size {
-            self.read.truncate(self.base_size);
-            self.read.shrink_to_fit();
-        }
-        if self.out.capacity() > 4 * self.base_size {
-            self.out = Vec::with_capacity(self.base_size);
         }
     }
 }
@@ -228,6 +99,11 @@ impl Cleaner {
         let io = params.io_buffer_size.max(crate::record::batch::RECORD_BATCH_OVERHEAD);
         let bufs = IoBuffers::new(io, params.max_io_buffer_size);
         Ok(Cleaner { id, map, params, throttler, clock, bufs, mapped: MappedRecords::default() })
+    }
+
+    /// The clock's time now.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.milliseconds()
     }
 
     /// The id used in log lines.
@@ -712,90 +588,4 @@ pub fn group_segments_by_size(
         groups.push(group);
     }
     Ok(groups)
-}
-
-/// What `compact_log` is asked to do.
-#[derive(Debug, Clone, Default)]
-pub struct CompactOptions {
-    /// Start of the dirty section (the checkpoint); `None` = the log start.
-    pub first_dirty_offset: Option<i64>,
-    /// The time to clean at (tombstone horizons, compaction lags); `None` = the clock's.
-    pub now_ms: Option<i64>,
-}
-
-/// One pass of a clean.
-#[derive(Debug, Clone)]
-pub struct CleanPass {
-    /// Dirty section start.
-    pub first_dirty_offset: i64,
-    /// First offset not cleaned by this pass.
-    pub end_offset: i64,
-    /// Stats.
-    pub stats: CleanerStats,
-}
-
-/// The result of cleaning a log's whole cleanable range.
-#[derive(Debug, Clone)]
-pub struct CompactResult {
-    /// The passes run (empty when there was nothing to clean).
-    pub passes: Vec<CleanPass>,
-    /// Where the dirty section started.
-    pub first_dirty_offset: i64,
-    /// The cleanable range ended here.
-    pub first_uncleanable_offset: i64,
-    /// The new checkpoint: the first offset not cleaned.
-    pub end_offset: i64,
-    /// All passes' counters together.
-    pub stats: CleanerStats,
-}
-
-/// Cleans the whole cleanable range of `log` (from the checkpoint to the first uncleanable
-/// offset) with `cleaner`, in as many passes as its map needs. Kafka has no such call: its
-/// cleaner threads clean one pass per turn when the dirty ratio says so.
-pub fn compact_log(
-    cleaner: &mut Cleaner,
-    log: &Arc<UnifiedLog>,
-    options: &CompactOptions,
-    check_done: &dyn Fn() -> Result<()>,
-) -> Result<CompactResult> {
-    let now = options.now_ms.unwrap_or_else(|| cleaner.clock.milliseconds());
-    let mut result: Option<CompactResult> = None;
-    let mut first_dirty = options.first_dirty_offset;
-    loop {
-        let offsets = cleanable_offsets(log, first_dirty, now)?;
-        let to_clean =
-            LogToClean::new(log.clone(), offsets.first_dirty_offset, offsets.first_uncleanable_dirty_offset, false);
-        let result = result.get_or_insert_with(|| CompactResult {
-            passes: Vec::new(),
-            first_dirty_offset: offsets.first_dirty_offset,
-            first_uncleanable_offset: to_clean.first_uncleanable_offset,
-            end_offset: offsets.first_dirty_offset,
-            stats: CleanerStats::new(),
-        });
-        result.first_uncleanable_offset = to_clean.first_uncleanable_offset;
-        if to_clean.cleanable_bytes == 0 || to_clean.first_dirty_offset >= to_clean.first_uncleanable_offset {
-            break;
-        }
-        let (end, stats) = cleaner.do_clean(&to_clean, now, check_done)?;
-        log::info!(
-            "{}",
-            stats.summary(cleaner.id(), &log.topic_partition().to_string(), to_clean.first_dirty_offset, end)
-        );
-        if stats.invalid_messages_read > 0 {
-            log::warn!("\tFound {} invalid messages during compaction.", stats.invalid_messages_read);
-        }
-        if end <= to_clean.first_dirty_offset {
-            // An open transaction starts in the first dirty segment: nothing more to clean.
-            result.first_uncleanable_offset = end;
-            break;
-        }
-        result.stats.merge(&stats);
-        result.passes.push(CleanPass { first_dirty_offset: to_clean.first_dirty_offset, end_offset: end, stats });
-        result.end_offset = end;
-        first_dirty = Some(end);
-        if end >= to_clean.first_uncleanable_offset {
-            break;
-        }
-    }
-    Ok(result.expect("the loop runs at least once"))
 }

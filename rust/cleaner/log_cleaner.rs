@@ -25,8 +25,9 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use super::cleaner::{compact_log, Cleaner, CleanerParams, CompactOptions, CompactResult};
+use super::cleaner::{Cleaner, CleanerParams};
 use super::cleaner_stats::CleanerStats;
+use super::compact::{compact_log, CompactOptions, CompactResult};
 use super::log_cleaner_manager::{LogCleanerManager, LogSource, PreCleanStats};
 use super::log_to_clean::LogToClean;
 use super::offset_map::{SkimpyOffsetMap, BYTES_PER_ENTRY, MAX_MAP_BYTES};

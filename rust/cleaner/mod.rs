@@ -4,6 +4,7 @@
 //! - [`mapped_records`]: which records pass 1 put and saw superseded, so pass 2 skips them;
 //! - [`cleaner`]: cleaning one log (pass 1 builds the map over the dirty section, pass 2
 //!   recopies every segment below the map's end into `.cleaned` segments and swaps them in);
+//! - [`compact`]: a log's whole cleanable range, pass after pass (`compact_log`);
 //! - [`filter`]: the per-batch and per-record retention rules (`MemoryRecords.filterTo` with the
 //!   cleaner's `RecordFilter`);
 //! - [`log_to_clean`]: a log's clean / cleanable / uncleanable byte accounting;
@@ -17,7 +18,9 @@
 pub mod cleaner;
 pub mod cleaner_stats;
 pub mod cleaner_status;
+pub mod compact;
 pub mod filter;
+mod io_buffers;
 pub mod log_cleaner;
 pub mod log_cleaner_manager;
 pub mod log_to_clean;
@@ -29,11 +32,10 @@ pub mod offset_map;
 pub mod producer_scan;
 pub mod throttler;
 
-pub use cleaner::{
-    compact_log, group_segments_by_size, CleanPass, Cleaner, CleanerParams, CompactOptions, CompactResult,
-};
+pub use cleaner::{group_segments_by_size, Cleaner, CleanerParams};
 pub use cleaner_stats::CleanerStats;
 pub use cleaner_status::{CleanerPartitionStatus, StatusFilter};
+pub use compact::{compact_log, CleanPass, CompactOptions, CompactResult};
 pub use log_cleaner::{CleanOutcome, CleanStatus, CleanerMetrics, LogCleaner, LogCleanerContext};
 pub use log_cleaner_manager::{LogCleanerManager, LogCleaningState, PreCleanStats};
 pub use log_to_clean::LogToClean;

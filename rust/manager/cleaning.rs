@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
 use super::Inner;
-use crate::cleaner::cleaner::CompactResult;
 use crate::cleaner::cleaner_status::{CleanerPartitionStatus, StatusFilter};
 use crate::cleaner::log_cleaner::{CleanOutcome, CleanerMetrics, LogCleaner, LogCleanerContext};
 use crate::cleaner::log_cleaner_manager::{LogEntry, LogSource};
+use crate::cleaner::CompactResult;
 use crate::error::{Error, Result};
 use crate::log::file_names::TopicPartition;
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
