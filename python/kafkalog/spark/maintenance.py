@@ -35,18 +35,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import struct
 import tempfile
-import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from ..exceptions import LogDirLockedError
 from ..log import UnifiedLog
+from .maintenance_tasks import PARTITION_DIR, MaintenanceJob, run_one, topic_partition
 
 __all__ = ["compact", "run_retention", "COMPACT_SCHEMA", "RETENTION_SCHEMA"]
 
@@ -108,29 +106,10 @@ _CLEANER_KEYS: dict[str, tuple[str, type]] = {
     "log.cleaner.io.max.bytes.per.second": ("max_io_bytes_per_second", float),
 }
 
-# `<topic>-<partition>`: Kafka's topic characters (legal names are checked by Kafka at creation;
-# here they only tell partition dirs from other folders). `-delete`, `-stray` and `-future`
-# dirs (`<topic>-<partition>.<uuid>-delete`) do not match, so they are never touched.
-_PARTITION_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]{1,249})-(?P<partition>0|[1-9][0-9]{0,9})$")
 _SEGMENT_FILE = re.compile(r"^[0-9]{20}\.log$")
 
 
 # -- arguments (driver) ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Job:
-    """Everything a task needs; pickled to the executors (strings and numbers only)."""
-
-    op: str
-    paths: list[str]
-    config: dict[str, str]
-    cleaner: dict[str, Any] = field(default_factory=dict)
-    wait: bool = False
-    wait_timeout: float | None = None
-    roll: bool = False
-    time_ms: int | None = None
-    cap_future_timestamps: bool = False
 
 
 def _split_paths(path: Any) -> list[str]:
@@ -151,14 +130,14 @@ def _split_paths(path: Any) -> list[str]:
 
 
 def _is_partition_dir(path: str) -> bool:
-    if not _PARTITION_DIR.match(os.path.basename(os.path.normpath(path))):
+    if not PARTITION_DIR.match(os.path.basename(os.path.normpath(path))):
         return False
     with os.scandir(path) as entries:
         names = [(e.name, e.is_dir()) for e in entries]
     if any(_SEGMENT_FILE.match(n) for n, is_dir in names if not is_dir):
         return True
     # A folder named like a partition that holds partition dirs is a log dir (e.g. "data-1").
-    return not any(is_dir and _PARTITION_DIR.match(n) for n, is_dir in names)
+    return not any(is_dir and PARTITION_DIR.match(n) for n, is_dir in names)
 
 
 def _discover(path: Any) -> list[str]:
@@ -176,7 +155,7 @@ def _discover(path: Any) -> list[str]:
         children = sorted(
             os.path.join(entry, e.name)
             for e in os.scandir(entry)
-            if e.is_dir() and _PARTITION_DIR.match(e.name)
+            if e.is_dir() and PARTITION_DIR.match(e.name)
         )
         if not children:
             raise ValueError(f"path: {entry!r} holds no partition directories (named <topic>-<partition>)")
@@ -189,12 +168,6 @@ def _discover(path: Any) -> list[str]:
             seen.add(real)
             out.append(os.path.abspath(p))
     return out
-
-
-def _topic_partition(path: str) -> tuple[str, int]:
-    m = _PARTITION_DIR.match(os.path.basename(path))
-    assert m is not None, path
-    return m.group("topic"), int(m.group("partition"))
 
 
 def _filter_topics(paths: list[str], topics: Any, path_arg: Any) -> list[str]:
@@ -210,14 +183,14 @@ def _filter_topics(paths: list[str], topics: Any, path_arg: Any) -> list[str]:
         raise TypeError(f"topics must be a str (a comma list) or a list of str, not {topics!r}")
     if not wanted:
         raise ValueError(f"topics: no topic given ({topics!r}); pass None for every topic")
-    present = {_topic_partition(p)[0] for p in paths}
+    present = {topic_partition(p)[0] for p in paths}
     missing = [t for t in wanted if t not in present]
     if missing:
         raise ValueError(
             f"topics: no partition directory of {', '.join(repr(t) for t in missing)} under path {path_arg!r} "
             f"(topics found: {', '.join(sorted(present)) or 'none'})"
         )
-    return [p for p in paths if _topic_partition(p)[0] in wanted]
+    return [p for p in paths if topic_partition(p)[0] in wanted]
 
 
 def _config_value(value: Any) -> str:
@@ -321,7 +294,7 @@ def compact(
         raise ValueError(f"time_ms must be None or a timestamp in ms >= 0, not {time_ms!r}")
     topic_config, cleaner = _split_config(config, "compact")
     paths = _filter_topics(_discover(path), topics, path)
-    job = _Job("compact", paths, topic_config, cleaner, wait, wait_timeout, roll=roll, time_ms=time_ms)
+    job = MaintenanceJob("compact", paths, topic_config, cleaner, wait, wait_timeout, roll=roll, time_ms=time_ms)
     return _run_job(spark, job, _COMPACT_FIELDS)
 
 
@@ -351,12 +324,12 @@ def run_retention(
         raise TypeError(f"cap_future_timestamps must be True or False, not {cap_future_timestamps!r}")
     topic_config, _ = _split_config(config, "retention")
     paths = _filter_topics(_discover(path), topics, path)
-    job = _Job("retention", paths, topic_config, wait=wait, wait_timeout=wait_timeout,
+    job = MaintenanceJob("retention", paths, topic_config, wait=wait, wait_timeout=wait_timeout,
                cap_future_timestamps=cap_future_timestamps)
     return _run_job(spark, job, _RETENTION_FIELDS)
 
 
-def _run_job(spark: Any, job: _Job, fields: list[tuple[str, tuple[str, Any]]]) -> Any:
+def _run_job(spark: Any, job: MaintenanceJob, fields: list[tuple[str, tuple[str, Any]]]) -> Any:
     # The tasks run as the input partitions of a small Python data source: one input
     # partition, so one Spark task, per log partition. Unlike mapInArrow it needs no pandas,
     # and unlike an RDD it also works on Spark Connect. Collected here so that the work happens
@@ -372,7 +345,7 @@ def _fields(op: str) -> list[tuple[str, tuple[str, Any]]]:
 
 
 class _MaintenanceSource(DataSource):
-    """Internal: the maintenance job as a Python data source (option ``job``: a _Job as JSON).
+    """Internal: the maintenance job as a Python data source (option ``job``: a MaintenanceJob as JSON).
     Holds only strings, as Spark pickles it."""
 
     @classmethod
@@ -395,128 +368,6 @@ class _MaintenanceReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         # Runs on an executor: one partition's clean or retention, reported as one row.
-        job = _Job(**json.loads(self.job))
-        row = _run_one(job, job.paths[partition.value])
+        job = MaintenanceJob(**json.loads(self.job))
+        row = run_one(job, job.paths[partition.value])
         yield pa.RecordBatch.from_pylist([row], schema=_arrow(_fields(job.op)))
-
-
-# -- one partition (executors) ----------------------------------------------------------------
-
-
-def _run_one(job: _Job, path: str) -> dict[str, Any]:
-    topic, partition = _topic_partition(path)
-    row: dict[str, Any] = {"topic": topic, "partition": partition, "path": path}
-    asked = time.monotonic()
-    opened = None
-    log = None
-    try:
-        log = _open_when_free(job, path)
-        opened = time.monotonic()
-        row["waited_ms"] = (opened - asked) * 1000.0
-        row["bytes_before"], row["records_before"] = _sizes(log)
-        if job.op == "compact":
-            _compact_one(job, log, row)
-        else:
-            _retention_one(job, log, row)
-        row["bytes_after"], row["records_after"] = _sizes(log)
-        done, log = log, None
-        done.close()
-    except Exception as e:  # noqa: BLE001 - every failure belongs to this partition's row
-        row["error"] = f"{type(e).__name__}: {e}"
-    finally:
-        if log is not None:
-            try:
-                log.close()
-            except Exception:  # noqa: BLE001 - the first error is already in the row
-                pass
-    if opened is not None:
-        row["duration_ms"] = (time.monotonic() - opened) * 1000.0
-    return row
-
-
-def _sizes(log: UnifiedLog) -> tuple[int, int]:
-    segments = log.segments
-    return sum(s.size for s in segments), sum(s.record_count for s in segments)
-
-
-def _compact_one(job: _Job, log: UnifiedLog, row: dict[str, Any]) -> None:
-    if job.roll and log.segments and log.segments[-1].size > 0:
-        log.roll()
-    result = log.compact_now(time_ms=job.time_ms, **job.cleaner)
-    row["passes"] = len(result.passes)
-    row["first_dirty_offset"] = result.first_dirty_offset
-    row["cleaned_to_offset"] = result.end_offset
-    row["first_uncleanable_offset"] = result.first_uncleanable_offset
-    row["messages_read"] = result.stats.messages_read
-    row["messages_written"] = result.stats.messages_written
-    row["tombstones_removed"] = result.stats.tombstones_removed
-
-
-def _retention_one(job: _Job, log: UnifiedLog, row: dict[str, Any]) -> None:
-    row["log_start_offset_before"] = log.log_start_offset
-    result = log.delete_old_segments(cap_future_timestamps=job.cap_future_timestamps)
-    row["segments_deleted"] = len(result.deleted)
-    row["log_start_offset_after"] = result.log_start_offset
-    counts: dict[str, int] = {}
-    for d in result.deleted:
-        counts[d.reason] = counts.get(d.reason, 0) + 1
-    row["reasons"] = ",".join(f"{k}:{v}" for k, v in counts.items())
-    row["warnings"] = list(result.warnings)
-
-
-# -- locks ------------------------------------------------------------------------------------
-
-
-def _open_when_free(job: _Job, path: str) -> UnifiedLog:
-    """Opens the partition writable (taking its flock) once neither a LogManager / Kafka broker
-    on its log dir nor another writer holds it; raises LogDirLockedError at once unless
-    ``job.wait``."""
-    deadline = None if job.wait_timeout is None else time.monotonic() + job.wait_timeout
-    delay = 0.05
-    while True:
-        reason = _manager_lock_reason(path)
-        if reason is None:
-            # A writable open creates a missing dir: never do that for one deleted meanwhile.
-            if not os.path.isdir(path):
-                raise FileNotFoundError(f"partition directory {path} no longer exists")
-            try:
-                return UnifiedLog.open(path, job.config)
-            except LogDirLockedError:
-                reason = f"{path} is locked by another writer (another clean, a LogManager's log or an open UnifiedLog)"
-        if not job.wait:
-            raise LogDirLockedError(f"{reason}; refused (pass wait=True to wait for it)")
-        now = time.monotonic()
-        if deadline is not None and now >= deadline:
-            raise LogDirLockedError(f"{reason}; still locked after waiting {job.wait_timeout} s")
-        time.sleep(delay if deadline is None else min(delay, max(deadline - now, 0.0)))
-        delay = min(delay * 2, 1.0)
-
-
-# struct flock on Linux (x86_64, aarch64): short l_type, short l_whence, off_t l_start,
-# off_t l_len, pid_t l_pid, padded to 32 bytes.
-_FLOCK = struct.Struct("=hhxxxxqqixxxx")
-
-
-def _manager_lock_reason(path: str) -> str | None:
-    """Why the partition's log dir is in use by a LogManager or a Kafka broker (they hold an
-    exclusive fcntl lock on ``<log dir>/.lock``), or None. Only tests for the lock (F_OFD_GETLK),
-    never takes it, never creates the file."""
-    try:
-        import fcntl
-
-        getlk = fcntl.F_OFD_GETLK
-    except (ImportError, AttributeError):  # not Linux: the partition flock still protects
-        return None
-    lock_file = os.path.join(os.path.dirname(path), ".lock")
-    try:
-        fd = os.open(lock_file, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    try:
-        request = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
-        l_type = _FLOCK.unpack(fcntl.fcntl(fd, getlk, request))[0]
-    finally:
-        os.close(fd)
-    if l_type == fcntl.F_UNLCK:
-        return None
-    return f"{path} belongs to a running LogManager or Kafka broker (it holds {lock_file})"

@@ -1,0 +1,165 @@
+"""The executor side of the maintenance jobs (:mod:`kafkalog.spark.maintenance`): one task's
+clean or retention of one partition directory, its locks, and the row it reports.
+
+Thread-safety: each task runs in its own Python worker; nothing here is shared.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..exceptions import LogDirLockedError
+from ..log import UnifiedLog
+
+__all__ = ["MaintenanceJob", "PARTITION_DIR", "run_one", "topic_partition"]
+
+# `<topic>-<partition>`: Kafka's topic characters (legal names are checked by Kafka at creation;
+# here they only tell partition dirs from other folders). `-delete`, `-stray` and `-future`
+# dirs (`<topic>-<partition>.<uuid>-delete`) do not match, so they are never touched.
+PARTITION_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]{1,249})-(?P<partition>0|[1-9][0-9]{0,9})$")
+
+
+def topic_partition(path: str) -> tuple[str, int]:
+    """The topic and partition a partition dir's name gives."""
+    m = PARTITION_DIR.match(os.path.basename(path))
+    assert m is not None, path
+    return m.group("topic"), int(m.group("partition"))
+
+
+@dataclass(frozen=True)
+class MaintenanceJob:
+    """Everything a task needs; pickled to the executors (strings and numbers only)."""
+
+    op: str
+    paths: list[str]
+    config: dict[str, str]
+    cleaner: dict[str, Any] = field(default_factory=dict)
+    wait: bool = False
+    wait_timeout: float | None = None
+    roll: bool = False
+    time_ms: int | None = None
+    cap_future_timestamps: bool = False
+
+
+def run_one(job: MaintenanceJob, path: str) -> dict[str, Any]:
+    topic, partition = topic_partition(path)
+    row: dict[str, Any] = {"topic": topic, "partition": partition, "path": path}
+    asked = time.monotonic()
+    opened = None
+    log = None
+    try:
+        log = _open_when_free(job, path)
+        opened = time.monotonic()
+        row["waited_ms"] = (opened - asked) * 1000.0
+        row["bytes_before"], row["records_before"] = _sizes(log)
+        if job.op == "compact":
+            _compact_one(job, log, row)
+        else:
+            _retention_one(job, log, row)
+        row["bytes_after"], row["records_after"] = _sizes(log)
+        done, log = log, None
+        done.close()
+    except Exception as e:  # noqa: BLE001 - every failure belongs to this partition's row
+        row["error"] = f"{type(e).__name__}: {e}"
+    finally:
+        if log is not None:
+            try:
+                log.close()
+            except Exception:  # noqa: BLE001 - the first error is already in the row
+                pass
+    if opened is not None:
+        row["duration_ms"] = (time.monotonic() - opened) * 1000.0
+    return row
+
+
+def _sizes(log: UnifiedLog) -> tuple[int, int]:
+    segments = log.segments
+    return sum(s.size for s in segments), sum(s.record_count for s in segments)
+
+
+def _compact_one(job: MaintenanceJob, log: UnifiedLog, row: dict[str, Any]) -> None:
+    if job.roll and log.segments and log.segments[-1].size > 0:
+        log.roll()
+    result = log.compact_now(time_ms=job.time_ms, **job.cleaner)
+    row["passes"] = len(result.passes)
+    row["first_dirty_offset"] = result.first_dirty_offset
+    row["cleaned_to_offset"] = result.end_offset
+    row["first_uncleanable_offset"] = result.first_uncleanable_offset
+    row["messages_read"] = result.stats.messages_read
+    row["messages_written"] = result.stats.messages_written
+    row["tombstones_removed"] = result.stats.tombstones_removed
+
+
+def _retention_one(job: MaintenanceJob, log: UnifiedLog, row: dict[str, Any]) -> None:
+    row["log_start_offset_before"] = log.log_start_offset
+    result = log.delete_old_segments(cap_future_timestamps=job.cap_future_timestamps)
+    row["segments_deleted"] = len(result.deleted)
+    row["log_start_offset_after"] = result.log_start_offset
+    counts: dict[str, int] = {}
+    for d in result.deleted:
+        counts[d.reason] = counts.get(d.reason, 0) + 1
+    row["reasons"] = ",".join(f"{k}:{v}" for k, v in counts.items())
+    row["warnings"] = list(result.warnings)
+
+
+# -- locks ------------------------------------------------------------------------------------
+
+
+def _open_when_free(job: MaintenanceJob, path: str) -> UnifiedLog:
+    """Opens the partition writable (taking its flock) once neither a LogManager / Kafka broker
+    on its log dir nor another writer holds it; raises LogDirLockedError at once unless
+    ``job.wait``."""
+    deadline = None if job.wait_timeout is None else time.monotonic() + job.wait_timeout
+    delay = 0.05
+    while True:
+        reason = _manager_lock_reason(path)
+        if reason is None:
+            # A writable open creates a missing dir: never do that for one deleted meanwhile.
+            if not os.path.isdir(path):
+                raise FileNotFoundError(f"partition directory {path} no longer exists")
+            try:
+                return UnifiedLog.open(path, job.config)
+            except LogDirLockedError:
+                reason = f"{path} is locked by another writer (another clean, a LogManager's log or an open UnifiedLog)"
+        if not job.wait:
+            raise LogDirLockedError(f"{reason}; refused (pass wait=True to wait for it)")
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            raise LogDirLockedError(f"{reason}; still locked after waiting {job.wait_timeout} s")
+        time.sleep(delay if deadline is None else min(delay, max(deadline - now, 0.0)))
+        delay = min(delay * 2, 1.0)
+
+
+# struct flock on Linux (x86_64, aarch64): short l_type, short l_whence, off_t l_start,
+# off_t l_len, pid_t l_pid, padded to 32 bytes.
+_FLOCK = struct.Struct("=hhxxxxqqixxxx")
+
+
+def _manager_lock_reason(path: str) -> str | None:
+    """Why the partition's log dir is in use by a LogManager or a Kafka broker (they hold an
+    exclusive fcntl lock on ``<log dir>/.lock``), or None. Only tests for the lock (F_OFD_GETLK),
+    never takes it, never creates the file."""
+    try:
+        import fcntl
+
+        getlk = fcntl.F_OFD_GETLK
+    except (ImportError, AttributeError):  # not Linux: the partition flock still protects
+        return None
+    lock_file = os.path.join(os.path.dirname(path), ".lock")
+    try:
+        fd = os.open(lock_file, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        request = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        l_type = _FLOCK.unpack(fcntl.fcntl(fd, getlk, request))[0]
+    finally:
+        os.close(fd)
+    if l_type == fcntl.F_UNLCK:
+        return None
+    return f"{path} belongs to a running LogManager or Kafka broker (it holds {lock_file})"
