@@ -39,18 +39,18 @@ const DAY_MS: i64 = 86_400_000;
 // -- helpers -------------------------------------------------------------------------------------
 
 /// `<20-digit base><suffix>`.
-fn name(base: i64, suffix: &str) -> String {
+pub(crate) fn name(base: i64, suffix: &str) -> String {
     format!("{base:020}{suffix}")
 }
 
 /// A compacted topic's config with `props` on top.
-fn compact_config(props: &[(&str, &str)]) -> LogConfig {
+pub(crate) fn compact_config(props: &[(&str, &str)]) -> LogConfig {
     let mut all = vec![("cleanup.policy", "compact"), ("file.delete.delay.ms", "0")];
     all.extend_from_slice(props);
     config(&all)
 }
 
-fn open(fx: &Fixture, cfg: &LogConfig) -> Arc<UnifiedLog> {
+pub(crate) fn open(fx: &Fixture, cfg: &LogConfig) -> Arc<UnifiedLog> {
     Arc::new(fx.open(cfg))
 }
 
@@ -69,7 +69,7 @@ fn big_cleaner(fx: &Fixture) -> Cleaner {
 }
 
 /// Kafka's `cleaner.doClean(LogToClean(log, first_dirty, uncleanable), now)`.
-fn do_clean(
+pub(crate) fn do_clean(
     cleaner: &mut Cleaner,
     log: &Arc<UnifiedLog>,
     first_dirty: i64,
@@ -80,20 +80,20 @@ fn do_clean(
     cleaner.do_clean(&to_clean, now, &|| Ok(()))
 }
 
-fn active_base(log: &UnifiedLog) -> i64 {
+pub(crate) fn active_base(log: &UnifiedLog) -> i64 {
     log.active_segment().expect("active segment").base_offset()
 }
 
 /// Appends one record at the log end as a follower (no validation: unkeyed records and old
 /// timestamps go in a compacted topic too); returns its offset.
-fn put(log: &UnifiedLog, key: Option<&[u8]>, value: Option<&[u8]>, timestamp: i64) -> i64 {
+pub(crate) fn put(log: &UnifiedLog, key: Option<&[u8]>, value: Option<&[u8]>, timestamp: i64) -> i64 {
     let offset = log.log_end_offset();
     log.append_as_follower(&batch(offset, CompressionType::None, &[(key, value, timestamp)])).expect("append");
     offset
 }
 
 /// Appends `key(i) = value(i)` for each `i` as one-record batches, keys and values decimal.
-fn put_int(log: &UnifiedLog, key: i64, value: i64) -> i64 {
+pub(crate) fn put_int(log: &UnifiedLog, key: i64, value: i64) -> i64 {
     put(log, Some(key.to_string().as_bytes()), Some(value.to_string().as_bytes()), T0)
 }
 
@@ -130,7 +130,7 @@ fn put_idempotent(log: &UnifiedLog, producer_id: i64, sequence: i32, key: i64, v
     put_batch(log, header, &[(Some(k.as_bytes()), Some(v.as_bytes()), T0)]).0
 }
 
-fn put_marker(log: &UnifiedLog, producer_id: i64, marker: ControlRecordType) -> i64 {
+pub(crate) fn put_marker(log: &UnifiedLog, producer_id: i64, marker: ControlRecordType) -> i64 {
     let offset = log.log_end_offset();
     let mut out = Vec::new();
     write_end_txn_marker(&mut out, offset, T0, 0, producer_id, 0, marker, 0).unwrap();
@@ -139,25 +139,25 @@ fn put_marker(log: &UnifiedLog, producer_id: i64, marker: ControlRecordType) -> 
 }
 
 /// A decoded record: (offset, timestamp, key, value).
-type Row = (i64, i64, Option<Vec<u8>>, Option<Vec<u8>>);
+pub(crate) type Row = (i64, i64, Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// What one batch of a segment looks like after a clean.
 #[derive(Debug, Clone, PartialEq)]
-struct BatchView {
-    base: i64,
-    last: i64,
-    magic: u8,
-    control: bool,
-    transactional: bool,
-    producer_id: i64,
-    base_sequence: i32,
-    codec: CompressionType,
-    horizon: Option<i64>,
+pub(crate) struct BatchView {
+    pub(crate) base: i64,
+    pub(crate) last: i64,
+    pub(crate) magic: u8,
+    pub(crate) control: bool,
+    pub(crate) transactional: bool,
+    pub(crate) producer_id: i64,
+    pub(crate) base_sequence: i32,
+    pub(crate) codec: CompressionType,
+    pub(crate) horizon: Option<i64>,
     /// (offset, timestamp, key, value)
-    records: Vec<Row>,
+    pub(crate) records: Vec<Row>,
 }
 
-fn segment_batches(segment: &LogSegment) -> Vec<BatchView> {
+pub(crate) fn segment_batches(segment: &LogSegment) -> Vec<BatchView> {
     let mut out = Vec::new();
     let mut buf = Vec::new();
     let mut scratch = Vec::new();
@@ -192,12 +192,12 @@ fn segment_batches(segment: &LogSegment) -> Vec<BatchView> {
     out
 }
 
-fn all_batches(log: &UnifiedLog) -> Vec<BatchView> {
+pub(crate) fn all_batches(log: &UnifiedLog) -> Vec<BatchView> {
     log.segments().iter().flat_map(|s| segment_batches(s)).collect()
 }
 
 /// Kafka's `keysInLog`: keys of the data records that have a value, as integers.
-fn keys_in_log(log: &UnifiedLog) -> Vec<i64> {
+pub(crate) fn keys_in_log(log: &UnifiedLog) -> Vec<i64> {
     all_batches(log)
         .iter()
         .filter(|b| !b.control)
@@ -218,12 +218,12 @@ fn data_offsets(log: &UnifiedLog) -> Vec<i64> {
 }
 
 /// Kafka's `lastOffsetsPerBatchInLog`.
-fn last_offsets_per_batch(log: &UnifiedLog) -> Vec<i64> {
+pub(crate) fn last_offsets_per_batch(log: &UnifiedLog) -> Vec<i64> {
     all_batches(log).iter().map(|b| b.last).collect()
 }
 
 /// Every data record as (offset, key, value).
-type Kv = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
+pub(crate) type Kv = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
 fn records(log: &UnifiedLog) -> Vec<Kv> {
     all_batches(log)
         .into_iter()

@@ -23,40 +23,24 @@ use std::sync::Arc;
 
 use kafkalog::cleaner::offset_map::BYTES_PER_ENTRY;
 use kafkalog::cleaner::throttler::CHECK_INTERVAL;
-use kafkalog::cleaner::{
-    group_segments_by_size, Cleaner, CleanerParams, CleanerStats, LogToClean, SkimpyOffsetMap, Throttler,
-};
+use kafkalog::cleaner::{group_segments_by_size, Cleaner, CleanerParams, SkimpyOffsetMap, Throttler};
 use kafkalog::config::TimestampType;
 use kafkalog::error::Error;
 use kafkalog::log::unified_log::LogOpenOptions;
-use kafkalog::record::builder::write_end_txn_marker;
 use kafkalog::record::control::ControlRecordType;
 use kafkalog::record::legacy::write_legacy_entry;
-use kafkalog::record::records::AnyBatch;
 use kafkalog::record::{BatchBuilder, BatchHeader, CompressionType};
-use kafkalog::segment::log_segment::LogSegment;
 use kafkalog::{LogConfig, UnifiedLog};
 
-use crate::common::{batch, capture_log, config, decode, files_with_suffix, lines_at, Fixture, RecSpec, T0};
+use crate::common::{batch, capture_log, decode, files_with_suffix, lines_at, Fixture, RecSpec, T0};
+use crate::log_cleaner::{
+    active_base, all_batches, compact_config, do_clean, keys_in_log, last_offsets_per_batch, name, open, put, put_int,
+    put_marker, segment_batches,
+};
 
 const MAX: i64 = i32::MAX as i64;
 
 // -- helpers (copied from log_cleaner.rs, plus Kafka's producer appenders) -----------------------
-
-fn name(base: i64, suffix: &str) -> String {
-    format!("{base:020}{suffix}")
-}
-
-/// A compacted topic's config with `props` on top.
-fn compact_config(props: &[(&str, &str)]) -> LogConfig {
-    let mut all = vec![("cleanup.policy", "compact"), ("file.delete.delay.ms", "0")];
-    all.extend_from_slice(props);
-    config(&all)
-}
-
-fn open(fx: &Fixture, cfg: &LogConfig) -> Arc<UnifiedLog> {
-    Arc::new(fx.open(cfg))
-}
 
 /// A cleaner whose map has `map_bytes` bytes and whose buffers start at `io` bytes and may
 /// grow to `max_io` (Kafka's `maxIoBufferSize`, the broker's message.max.bytes).
@@ -77,40 +61,12 @@ fn big_cleaner(fx: &Fixture) -> Cleaner {
     cleaner_with(fx, 1 << 20, 64 * 1024, 64 * 1024)
 }
 
-/// Kafka's `cleaner.doClean(LogToClean(log, first_dirty, uncleanable), now)`.
-fn do_clean(
-    cleaner: &mut Cleaner,
-    log: &Arc<UnifiedLog>,
-    first_dirty: i64,
-    uncleanable: i64,
-    now: i64,
-) -> kafkalog::Result<(i64, CleanerStats)> {
-    let to_clean = LogToClean::new(log.clone(), first_dirty, uncleanable, false);
-    cleaner.do_clean(&to_clean, now, &|| Ok(()))
-}
-
 /// Kafka's `runTwoPassClean`: a clean at `now`, then one past the delete horizon it stamped.
 fn two_pass_clean(cleaner: &mut Cleaner, log: &Arc<UnifiedLog>, first_dirty: i64, now: i64) -> i64 {
     let upper = active_base(log);
     do_clean(cleaner, log, first_dirty, upper, now).unwrap();
     let retention = log.config().delete_retention_ms;
     do_clean(cleaner, log, first_dirty, upper, now + retention + 1).unwrap().0
-}
-
-fn active_base(log: &UnifiedLog) -> i64 {
-    log.active_segment().expect("active segment").base_offset()
-}
-
-/// One record at the log end, appended as a follower; returns its offset.
-fn put(log: &UnifiedLog, key: Option<&[u8]>, value: Option<&[u8]>, timestamp: i64) -> i64 {
-    let offset = log.log_end_offset();
-    log.append_as_follower(&batch(offset, CompressionType::None, &[(key, value, timestamp)])).expect("append");
-    offset
-}
-
-/// Kafka's `record(key, value)`: decimal key and value, no producer.
-fn put_int(log: &UnifiedLog, key: i64, value: i64) -> i64 {
-    put(log, Some(key.to_string().as_bytes()), Some(value.to_string().as_bytes()), T0)
 }
 
 /// Kafka's `appendIdempotentAsLeader` / `appendTransactionalAsLeader`: each call appends one
@@ -157,15 +113,6 @@ fn append_built(log: &UnifiedLog, header: BatchHeader, specs: &[RecSpec<'_>]) ->
     (info.first_offset, info.last_offset)
 }
 
-/// A COMMIT or ABORT marker of `producer_id` (epoch 0) at the log end; returns its offset.
-fn put_marker(log: &UnifiedLog, producer_id: i64, marker: ControlRecordType) -> i64 {
-    let offset = log.log_end_offset();
-    let mut out = Vec::new();
-    write_end_txn_marker(&mut out, offset, T0, 0, producer_id, 0, marker, 0).unwrap();
-    log.append_as_follower(&out).unwrap();
-    offset
-}
-
 fn commit(log: &UnifiedLog, producer_id: i64) -> i64 {
     put_marker(log, producer_id, ControlRecordType::Commit)
 }
@@ -174,83 +121,14 @@ fn abort(log: &UnifiedLog, producer_id: i64) -> i64 {
     put_marker(log, producer_id, ControlRecordType::Abort)
 }
 
-/// A decoded record: (offset, key, value).
-type Kv = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
-
-/// What one batch of a segment looks like.
-#[derive(Debug, Clone, PartialEq)]
-struct BatchView {
-    base: i64,
-    last: i64,
-    magic: u8,
-    control: bool,
-    producer_id: i64,
-    base_sequence: i32,
-    horizon: Option<i64>,
-    records: Vec<Kv>,
-}
-
-fn segment_batches(segment: &LogSegment) -> Vec<BatchView> {
-    let mut out = Vec::new();
-    let mut buf = Vec::new();
-    let mut scratch = Vec::new();
-    segment
-        .log()
-        .for_each_batch(0, segment.size(), &mut buf, |_, b| {
-            b.ensure_valid()?;
-            let mut records = Vec::new();
-            b.for_each_record(&mut scratch, |r| {
-                records.push((r.offset, r.key.map(<[u8]>::to_vec), r.value.map(<[u8]>::to_vec)));
-                Ok(())
-            })?;
-            let (producer_id, base_sequence, horizon) = match &b {
-                AnyBatch::V2(v) => (v.producer_id(), v.base_sequence(), v.delete_horizon_ms()),
-                AnyBatch::Legacy(_) => (-1, -1, None),
-            };
-            out.push(BatchView {
-                base: b.base_offset()?,
-                last: b.last_offset(),
-                magic: b.magic(),
-                control: b.is_control(),
-                producer_id,
-                base_sequence,
-                horizon,
-                records,
-            });
-            Ok(true)
-        })
-        .expect("scan segment");
-    out
-}
-
-fn all_batches(log: &UnifiedLog) -> Vec<BatchView> {
-    log.segments().iter().flat_map(|s| segment_batches(s)).collect()
-}
-
-/// Kafka's `keysInLog`: keys of the data records that have a value, as integers.
-fn keys_in_log(log: &UnifiedLog) -> Vec<i64> {
-    all_batches(log)
-        .iter()
-        .filter(|b| !b.control)
-        .flat_map(|b| b.records.iter())
-        .filter(|r| r.2.is_some())
-        .filter_map(|r| r.1.as_ref().map(|k| String::from_utf8_lossy(k).parse::<i64>().expect("integer key")))
-        .collect()
-}
-
 /// Kafka's `offsetsInLog`: offsets of the records (data and control) with a key and a value.
 fn offsets_in_log(log: &UnifiedLog) -> Vec<i64> {
     all_batches(log)
         .iter()
         .flat_map(|b| b.records.iter())
-        .filter(|r| r.1.is_some() && r.2.is_some())
+        .filter(|r| r.2.is_some() && r.3.is_some())
         .map(|r| r.0)
         .collect()
-}
-
-/// Kafka's `lastOffsetsPerBatchInLog`.
-fn last_offsets_per_batch(log: &UnifiedLog) -> Vec<i64> {
-    all_batches(log).iter().map(|b| b.last).collect()
 }
 
 /// Kafka's `batchBaseOffsetsInLog`.
@@ -671,14 +549,14 @@ fn large_message() {
     let (log, _) = log_of_large_messages(&fx, 64 * 1024);
     let first_segment_keys: Vec<i64> = segment_batches(&log.segments()[0])
         .iter()
-        .flat_map(|b| b.records.iter().map(|r| String::from_utf8_lossy(r.1.as_ref().unwrap()).parse().unwrap()))
+        .flat_map(|b| b.records.iter().map(|r| String::from_utf8_lossy(r.2.as_ref().unwrap()).parse().unwrap()))
         .collect();
     supersede_odd_keys(&log);
     let mut cleaner = cleaner_with(&fx, 1 << 20, 1024, 1024);
     do_clean(&mut cleaner, &log, 0, active_base(&log), NOW).unwrap();
     let remaining: Vec<i64> = segment_batches(&log.segments()[0])
         .iter()
-        .flat_map(|b| b.records.iter().map(|r| String::from_utf8_lossy(r.1.as_ref().unwrap()).parse().unwrap()))
+        .flat_map(|b| b.records.iter().map(|r| String::from_utf8_lossy(r.2.as_ref().unwrap()).parse().unwrap()))
         .collect();
     let want: Vec<i64> = first_segment_keys.into_iter().filter(|k| ![1, 3, 5, 7, 9].contains(k)).collect();
     assert_eq!(remaining, want);
@@ -961,7 +839,7 @@ fn clean_corrupt_message_set() {
     for b in &batches {
         assert_eq!(b.magic, 2, "{b:?}");
         for r in &b.records {
-            assert_eq!(String::from_utf8_lossy(r.2.as_ref().unwrap()).parse::<i64>().unwrap(), r.0);
+            assert_eq!(String::from_utf8_lossy(r.3.as_ref().unwrap()).parse::<i64>().unwrap(), r.0);
             offsets.push(r.0);
         }
     }
