@@ -13,9 +13,12 @@ from dataclasses import dataclass
 from ..exceptions import InvalidOptionError
 from .options import Subscription
 
-__all__ = ["TopicPartitionDir", "is_partition_dir", "partition_dirs_under", "find_partitions"]
+__all__ = ["PARTITION_DIR", "TopicPartitionDir", "is_partition_dir", "parse_partition_dir", "partition_dirs_under", "find_partitions"]
 
-_PARTITION_DIR = re.compile(r"(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>[0-9]+)")
+#: `<topic>-<partition>`: Kafka's topic characters (legal names are checked by Kafka at
+#: creation; here they only tell partition dirs from other folders). `-delete`, `-stray` and
+#: `-future` dirs (`<topic>-<partition>.<uuid>-delete`) do not match, so they are never touched.
+PARTITION_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]{1,249})-(?P<partition>0|[1-9][0-9]{0,9})$")
 
 
 @dataclass(frozen=True, order=True)
@@ -27,15 +30,16 @@ class TopicPartitionDir:
     path: str
 
 
-def _parse_name(path: str) -> tuple[str, int] | None:
-    m = _PARTITION_DIR.fullmatch(os.path.basename(os.path.normpath(path)))
+def parse_partition_dir(path: str) -> tuple[str, int] | None:
+    """The (topic, partition) a partition dir's name gives, None for any other name."""
+    m = PARTITION_DIR.match(os.path.basename(os.path.normpath(path)))
     return (m["topic"], int(m["partition"])) if m else None
 
 
 def is_partition_dir(path: str) -> bool:
     """A directory named ``<topic>-<N>`` holding a segment (``*.log``) or ``partition.metadata``;
     a log dir's parent folder holds neither."""
-    if _parse_name(path) is None or not os.path.isdir(path):
+    if parse_partition_dir(path) is None or not os.path.isdir(path):
         return False
     with os.scandir(path) as it:
         return any(e.name.endswith(".log") or e.name == "partition.metadata" for e in it)
@@ -46,7 +50,7 @@ def partition_dirs_under(parent: str) -> list[TopicPartitionDir]:
     out = []
     with os.scandir(parent) as it:
         for entry in it:
-            tp = _parse_name(entry.name)
+            tp = parse_partition_dir(entry.name)
             if tp is not None and entry.is_dir() and is_partition_dir(entry.path):
                 out.append(TopicPartitionDir(tp[0], tp[1], entry.path))
     return out
@@ -65,7 +69,7 @@ def find_partitions(paths: tuple[str, ...], subscription: Subscription) -> list[
         if not os.path.isdir(path):
             raise InvalidOptionError("path", raw_path, f"{path!r} is not a directory")
         if is_partition_dir(path):
-            tp = _parse_name(path)
+            tp = parse_partition_dir(path)
             assert tp is not None
             candidates = [TopicPartitionDir(tp[0], tp[1], path)]
         else:

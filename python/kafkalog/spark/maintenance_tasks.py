@@ -7,7 +7,6 @@ Thread-safety: each task runs in its own Python worker; nothing here is shared.
 from __future__ import annotations
 
 import os
-import re
 import struct
 import time
 from dataclasses import dataclass, field
@@ -15,20 +14,15 @@ from typing import Any
 
 from ..exceptions import LogDirLockedError
 from ..log import UnifiedLog
+from .discovery import PARTITION_DIR, parse_partition_dir
 
 __all__ = ["MaintenanceJob", "PARTITION_DIR", "run_one", "topic_partition"]
 
-# `<topic>-<partition>`: Kafka's topic characters (legal names are checked by Kafka at creation;
-# here they only tell partition dirs from other folders). `-delete`, `-stray` and `-future`
-# dirs (`<topic>-<partition>.<uuid>-delete`) do not match, so they are never touched.
-PARTITION_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]{1,249})-(?P<partition>0|[1-9][0-9]{0,9})$")
-
-
 def topic_partition(path: str) -> tuple[str, int]:
-    """The topic and partition a partition dir's name gives."""
-    m = PARTITION_DIR.match(os.path.basename(path))
-    assert m is not None, path
-    return m.group("topic"), int(m.group("partition"))
+    """The topic and partition of a partition dir (its name was checked at discovery)."""
+    tp = parse_partition_dir(path)
+    assert tp is not None, path
+    return tp
 
 
 @dataclass(frozen=True)
