@@ -62,6 +62,13 @@ pub enum Error {
     /// A clean was stopped by a truncation, deletion or close of its log (Kafka's
     /// `LogCleaningAbortedException`); nothing was changed.
     LogCleaningAborted { partition: String },
+    /// A caller's argument outside its allowed range or set of values (Kafka's
+    /// `IllegalArgumentException`): `argument` names it, `value` is what was given, `allowed`
+    /// says what is accepted. Raised before anything changes.
+    InvalidArgument { argument: String, value: String, allowed: String },
+    /// A fetch isolation this version cannot serve: `read_committed` needs the last stable
+    /// offset, which needs transaction state (a later issue).
+    UnsupportedIsolation { isolation: String },
     /// An operating-system I/O failure on `path` during `op`.
     Io { path: PathBuf, op: &'static str, source: io::Error },
 }
@@ -90,6 +97,12 @@ impl Error {
     /// An `InvalidConfig` error naming `key`, `value` and what is allowed.
     pub fn invalid_config(key: &str, value: impl fmt::Display, reason: impl Into<String>) -> Self {
         Error::InvalidConfig { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+    }
+
+    /// An `InvalidArgument` error: `argument` with `value` is refused; `allowed` says what is
+    /// accepted (e.g. "must be an offset in [0, 9223372036854775807]").
+    pub fn invalid_argument(argument: &str, value: impl fmt::Display, allowed: impl Into<String>) -> Self {
+        Error::InvalidArgument { argument: argument.to_string(), value: value.to_string(), allowed: allowed.into() }
     }
 
     /// Wraps an I/O error with the path and operation that failed.
@@ -183,6 +196,14 @@ impl fmt::Display for Error {
                 let dirs: Vec<_> = dirs.iter().map(|d| d.display().to_string()).collect();
                 write!(f, "every log dir has failed ({}); the log manager is shut down: {reason}", dirs.join(", "))
             }
+            Error::InvalidArgument { argument, value, allowed } => {
+                write!(f, "invalid value {value} for {argument}: {allowed}")
+            }
+            Error::UnsupportedIsolation { isolation } => write!(
+                f,
+                "isolation '{isolation}' needs transaction state (the last stable offset), which this version \
+                 does not track yet; use 'read_uncommitted' or 'log_end'"
+            ),
             Error::Io { path, op, source } => {
                 write!(f, "I/O error during {op} on {}: {source}", path.display())
             }

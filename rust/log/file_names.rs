@@ -127,6 +127,53 @@ pub fn validate_topic_name(topic: &str) -> Result<()> {
     Err(Error::InvalidTopic { topic: topic.to_string(), reason })
 }
 
+/// The bytes `-<partition>.<uuid>` and the longest suffix (`-delete`, `-future`, `-stray`) add to
+/// a topic name.
+const SUFFIXED_EXTRA: usize = 1 + 32 + 7;
+
+/// Checks that the partition directory of `tp` can exist in a log dir whose file system allows
+/// names of at most `name_max` bytes (`pathconf(_PC_NAME_MAX)`, 255 on Linux's file systems):
+/// `<topic>-<partition>` itself, and the `-delete` / `-stray` names it may get later (capped at
+/// [`MAX_DIR_NAME_LENGTH`] bytes, as Kafka caps them, so they fit wherever 255-byte names do).
+/// Kafka checks only the topic (at most 249 characters) and leaves room for partitions up to
+/// 99999 beside the longest one; a larger partition number there makes a name no file system
+/// takes, which Kafka reports as a failed log dir. Here it is the caller's error
+/// ([`Error::InvalidTopic`], naming the directory name, its length and the limit).
+///
+/// `-future` names (`<topic>-<partition>.<uuid>-future`, not capped by Kafka) are not checked:
+/// kafkalog never creates them, and requiring room for one would refuse names that Kafka
+/// accepts (a 249-character topic leaves none).
+pub fn validate_partition_dir_name(tp: &TopicPartition, name_max: usize) -> Result<()> {
+    let name = tp.dir_name();
+    let later = MAX_DIR_NAME_LENGTH.min(name.len() + SUFFIXED_EXTRA);
+    let problem = if name.len() > name_max {
+        let digits = name_max.saturating_sub(tp.topic.len() + 1);
+        let room = if digits > 0 {
+            format!(
+                "a topic of {} characters leaves room for a partition number of at most {digits} digits",
+                tp.topic.len()
+            )
+        } else {
+            format!("the topic alone is {} bytes", tp.topic.len())
+        };
+        format!(
+            "the partition directory name '{name}' is {} bytes long, more than the {name_max} bytes the log \
+             dir's file system allows in a name ({room})",
+            name.len()
+        )
+    } else if later > name_max {
+        format!(
+            "the partition directory name '{name}' is {} bytes long: the log dir's file system allows \
+             {name_max} bytes in a name, too few for the {later}-byte name the directory gets when the \
+             partition is deleted (`.<uuid>-delete`)",
+            name.len()
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidTopic { topic: tp.topic.clone(), reason: problem })
+}
+
 /// `<topic>-<partition>.<uuid>-delete`: the name a partition directory is renamed to when the
 /// partition is deleted (`LocalLog.logDeleteDirName`). The topic is cut short so that the name
 /// fits in [`MAX_DIR_NAME_LENGTH`] bytes. Each call draws a new random uuid.
@@ -185,23 +232,27 @@ fn dir_name_with_suffix_capped_length(tp: &TopicPartition, suffix: &str) -> Stri
 /// Parses a partition directory (`orders-0`, or `orders-0.<uuid32>-delete|-future|-stray`).
 /// The partition is the text after the last `-` of the base name.
 pub fn parse_topic_partition_name(dir: &Path) -> Result<TopicPartition> {
-    let name =
-        dir.file_name().and_then(|n| n.to_str()).ok_or_else(|| bad_dir_name(dir, "the directory has no UTF-8 name"))?;
+    parse_dir_name(dir).map_err(|why| bad_dir_name(dir, why))
+}
+
+/// The topic-partition `dir`'s name gives, or why it gives none.
+pub fn parse_dir_name(dir: &Path) -> std::result::Result<TopicPartition, &'static str> {
+    let name = dir.file_name().and_then(|n| n.to_str()).ok_or("the directory has no UTF-8 name")?;
     let base = [DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX]
         .iter()
         .find_map(|suffix| name.strip_suffix(suffix))
         .map_or(Some(name), |stripped| stripped.rfind('.').map(|dot| &stripped[..dot]))
-        .ok_or_else(|| bad_dir_name(dir, "a suffixed directory name must contain `.<uuid>`"))?;
-    let dash = base.rfind('-').ok_or_else(|| bad_dir_name(dir, "expected <topic>-<partition>"))?;
+        .ok_or("a suffixed directory name must contain `.<uuid>`")?;
+    let dash = base.rfind('-').ok_or("expected <topic>-<partition>")?;
     let (topic, partition) = (&base[..dash], &base[dash + 1..]);
     if topic.is_empty() {
-        return Err(bad_dir_name(dir, "the topic is empty"));
+        return Err("the topic is empty");
     }
     let partition: i32 = partition
         .parse()
         .ok()
         .filter(|p: &i32| *p >= 0 && !partition.starts_with('+'))
-        .ok_or_else(|| bad_dir_name(dir, "the partition is not a non-negative integer"))?;
+        .ok_or("the partition is not a non-negative integer")?;
     Ok(TopicPartition::new(topic, partition))
 }
 
@@ -317,6 +368,31 @@ mod tests {
         assert_eq!(future.len(), 249 + 1 + 10 + 1 + 32 + FUTURE_DIR_SUFFIX.len(), "future names are not capped");
         assert_suffixed(&future, &long.topic, i32::MAX, FUTURE_DIR_SUFFIX);
         assert!(is_future_dir(&future) && !is_future_dir("orders-0") && !is_delete_dir(""));
+    }
+
+    #[test]
+    fn partition_dir_names_must_fit_the_file_system() {
+        let longest = "a".repeat(MAX_TOPIC_NAME_LENGTH);
+        // Kafka's longest topic leaves room for five digits in 255 bytes.
+        validate_partition_dir_name(&TopicPartition::new(&longest, 99_999), 255).unwrap();
+        let e = validate_partition_dir_name(&TopicPartition::new(&longest, 100_000), 255).unwrap_err();
+        assert!(matches!(&e, Error::InvalidTopic { topic, .. } if *topic == longest), "{e:?}");
+        let text = e.to_string();
+        assert!(text.contains(&format!("'{longest}-100000' is 256 bytes long, more than the 255 bytes")), "{text}");
+        assert!(text.contains("at most 5 digits"), "{text}");
+        let e = validate_partition_dir_name(&TopicPartition::new(&longest, i32::MAX), 255).unwrap_err();
+        assert!(e.to_string().contains("is 260 bytes long"), "{e}");
+        validate_partition_dir_name(&TopicPartition::new("orders", i32::MAX), 255).unwrap();
+        // A smaller limit must also leave room for the capped `-delete` name.
+        validate_partition_dir_name(&TopicPartition::new("t".repeat(100), 0), 143).unwrap();
+        let e = validate_partition_dir_name(&TopicPartition::new("t".repeat(110), 0), 143).unwrap_err();
+        assert!(e.to_string().contains("too few for the 152-byte name"), "{e}");
+        // Whatever fits in 255 bytes has deletable and stray names that fit too.
+        for partition in [0, 9, 99_999] {
+            let tp = TopicPartition::new(&longest, partition);
+            validate_partition_dir_name(&tp, 255).unwrap();
+            assert!(log_delete_dir_name(&tp).len() <= 255 && log_stray_dir_name(&tp).len() <= 255);
+        }
     }
 
     #[test]

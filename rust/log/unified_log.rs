@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::file_names::{parse_topic_partition_name, TopicPartition};
+use super::file_names::TopicPartition;
 use super::local_log::LocalLog;
 use super::log_dir_failure_channel::LogDirFailureChannel;
 use super::log_loader::LoadParams;
@@ -24,8 +24,10 @@ use crate::record::records::{AnyBatch, BatchIter};
 use crate::segment::log_segment::{LogSegment, RollParams, TimestampAndOffset};
 use crate::util::clock::{system_clock, SharedClock};
 
+mod arguments;
 mod cleaning;
 mod retention;
+pub use arguments::{check_first_dirty_offset, check_offset, MAX_OFFSET};
 pub use cleaning::CleaningGuard;
 pub use retention::{DeletedSegment, RetentionOptions, RetentionReason, RetentionResult};
 
@@ -183,16 +185,13 @@ pub struct UnifiedLog {
 
 impl UnifiedLog {
     /// Opens (creating when writable and missing) the partition directory `dir`, whose name
-    /// must be `<topic>-<partition>`.
+    /// must be `<topic>-<partition>` (`InvalidArgument` otherwise; a path that is not a
+    /// directory is an `ENOTDIR` I/O error saying what it is).
     #[allow(clippy::needless_pass_by_value)]
     pub fn open(dir: &Path, config: LogConfig, options: LogOpenOptions) -> Result<Self> {
         config.validate()?;
-        let topic_partition = parse_topic_partition_name(dir)?;
-        if options.read_only {
-            if !dir.is_dir() {
-                return Err(Error::io(dir, "open log directory", std::io::ErrorKind::NotFound.into()));
-            }
-        } else {
+        let topic_partition = arguments::partition_dir(dir, options.read_only)?;
+        if !options.read_only {
             crate::util::file::create_dir_all(dir)?;
         }
         let dir_lock = if options.read_only { None } else { Some(crate::util::file::DirLock::try_lock(dir)?) };
@@ -391,8 +390,11 @@ impl UnifiedLog {
 
     /// Appends producer batches as the leader: validates them, assigns offsets from the log
     /// end, stamps `leader_epoch` and applies the topic's timestamp type and codec. `records` is
-    /// rewritten in place (or replaced when recompressed).
+    /// rewritten in place (or replaced when recompressed). A `leader_epoch` below -1 (Kafka's
+    /// `NO_PARTITION_LEADER_EPOCH`) is refused, and so is an append whose offsets would pass
+    /// [`MAX_OFFSET`].
     pub fn append_as_leader(&self, records: &mut Vec<u8>, leader_epoch: i32) -> Result<LogAppendInfo> {
+        arguments::check_leader_epoch(leader_epoch)?;
         self.append(AppendInput::Leader { records, leader_epoch })
     }
 
@@ -434,6 +436,7 @@ impl UnifiedLog {
         }
         let (info, log_append_time) = match &mut input {
             AppendInput::Leader { records, leader_epoch } => {
+                arguments::check_room_for(&self.topic_partition, leo, shallow.record_count)?;
                 let info = validate_and_assign_offsets(records, leo, now, *leader_epoch, &config)?;
                 let lat =
                     if config.message_timestamp_type == crate::config::TimestampType::LogAppendTime { now } else { -1 };
@@ -446,6 +449,7 @@ impl UnifiedLog {
                         shallow.first_offset, self.topic_partition
                     )));
                 }
+                arguments::check_follower_last_offset(&self.topic_partition, shallow.last_offset)?;
                 (shallow, -1)
             }
         };
@@ -555,9 +559,11 @@ impl UnifiedLog {
     }
 
     /// Sets the high watermark (clamped to `[log start, log end]`); from then on it no longer
-    /// follows the log end offset automatically.
+    /// follows the log end offset automatically. A negative `hw` is refused (`InvalidArgument`;
+    /// Kafka: "High watermark offset should be non-negative").
     pub fn set_high_watermark(&self, hw: i64) -> Result<i64> {
         self.check_open()?;
+        arguments::check_offset("offset", hw, format_args!("the high watermark of {}", self.topic_partition))?;
         self.hw_follows_leo.store(false, Ordering::Release);
         let mut o = self.offsets.write();
         o.high_watermark = hw.clamp(o.log_start, o.log_end);
@@ -568,18 +574,14 @@ impl UnifiedLog {
     /// `maybeIncrementLogStartOffset`); never past the high watermark. Segments wholly below it
     /// will be removed by retention (a later issue); a standalone log keeps the new log start
     /// offset only while open (LogManager persists it in `log-start-offset-checkpoint`).
-    /// Returns the new log start offset.
+    /// A negative `offset` or one past the high watermark is `OffsetOutOfRange` (Kafka's
+    /// `deleteRecordsOnLeader` and `maybeIncrementLogStartOffset`); one at or below the log
+    /// start changes nothing. Returns the new log start offset.
     pub fn delete_records(&self, offset: i64) -> Result<i64> {
         self.check_writable()?;
         let _guard = self.write_lock.lock();
         let mut o = self.offsets.write();
-        if offset > o.high_watermark {
-            return Err(Error::OffsetOutOfRange {
-                offset,
-                log_start_offset: o.log_start,
-                log_end_offset: o.high_watermark,
-            });
-        }
+        arguments::check_new_log_start(offset, o.log_start, o.high_watermark)?;
         if offset > o.log_start {
             o.log_start = offset;
             o.recovery_point = o.recovery_point.max(offset);
@@ -672,7 +674,9 @@ impl UnifiedLog {
     }
 
     /// Visits every batch overlapping `[start_offset, end_offset)` in order, within the bound of
-    /// `isolation`, until `f` returns false. The bulk-read path behind `to_arrow`.
+    /// `isolation`, until `f` returns false. The bulk-read path behind `to_arrow`. The range is
+    /// cut to what the log holds (below the log start nothing is served); a negative `start_offset`
+    /// or `end_offset` is refused (`InvalidArgument`).
     pub fn scan<F>(&self, start_offset: i64, end_offset: i64, isolation: FetchIsolation, f: F) -> Result<()>
     where
         F: FnMut(AnyBatch<'_>) -> Result<bool>,
@@ -685,6 +689,7 @@ impl UnifiedLog {
         F: FnMut(AnyBatch<'_>) -> Result<bool>,
     {
         self.check_open()?;
+        arguments::check_range(start_offset, end_offset)?;
         let o = *self.offsets.read();
         let bound = match isolation {
             FetchIsolation::LogEnd => o.log_end,
@@ -751,8 +756,11 @@ impl UnifiedLog {
     }
 
     /// Removes everything at or above `target` (Kafka's `truncateTo`). Returns whether anything
-    /// was removed.
+    /// was removed. A negative `target` is refused (`InvalidArgument`, Kafka's
+    /// `IllegalArgumentException`) before anything changes.
     pub fn truncate_to(&self, target: i64) -> Result<bool> {
+        // Checked before a running clean is stopped: a refused call changes nothing.
+        arguments::check_truncation_offset(&self.topic_partition, target)?;
         let _clean = self.stop_cleaning();
         let truncated = self.handle_io(self.truncate_to_inner(target))?;
         if truncated {
@@ -763,12 +771,6 @@ impl UnifiedLog {
 
     fn truncate_to_inner(&self, target: i64) -> Result<bool> {
         self.check_writable()?;
-        if target < 0 {
-            return Err(Error::illegal_state(format!(
-                "cannot truncate partition {} to a negative offset ({target})",
-                self.topic_partition
-            )));
-        }
         let _guard = self.write_lock.lock();
         if target >= self.log_end_offset() {
             return Ok(false);
@@ -792,8 +794,10 @@ impl UnifiedLog {
     }
 
     /// Deletes every segment and starts an empty log at `new_offset` (Kafka's
-    /// `truncateFullyAndStartAt`).
+    /// `truncateFullyAndStartAt`). A negative `new_offset` is refused (`InvalidArgument`) before
+    /// anything changes; Kafka checks nothing here and fails only after deleting the segments.
     pub fn truncate_fully_and_start_at(&self, new_offset: i64) -> Result<()> {
+        arguments::check_offset("offset", new_offset, format_args!("the new log start of {}", self.topic_partition))?;
         let _clean = self.stop_cleaning();
         self.handle_io(self.truncate_fully_inner(new_offset))?;
         self.note_truncation(new_offset);
@@ -823,13 +827,14 @@ impl UnifiedLog {
     /// Kafka's `fetchOffsetByTimestamp`: `EARLIEST_TIMESTAMP` (-2) gives the log start,
     /// `LATEST_TIMESTAMP` (-1) the log end, `MAX_TIMESTAMP` (-3) the record with the largest
     /// timestamp, and a timestamp >= 0 the first record at or after it. `None` when no record
-    /// qualifies.
+    /// qualifies. Any other negative timestamp is refused (`InvalidArgument`).
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<TimestampAndOffset>> {
         self.handle_io(self.offset_for_timestamp_inner(timestamp))
     }
 
     fn offset_for_timestamp_inner(&self, timestamp: i64) -> Result<Option<TimestampAndOffset>> {
         self.check_open()?;
+        arguments::check_timestamp_query(timestamp)?;
         let o = *self.offsets.read();
         match timestamp {
             EARLIEST_TIMESTAMP => {
@@ -839,11 +844,6 @@ impl UnifiedLog {
                 return Ok(Some(TimestampAndOffset { timestamp: -1, offset: o.log_end, leader_epoch: -1 }))
             }
             MAX_TIMESTAMP => return self.max_timestamp_offset(o.log_start),
-            t if t < 0 => {
-                return Err(Error::illegal_state(format!(
-                    "unsupported timestamp {t}: use -2 (earliest), -1 (latest), -3 (max timestamp) or a timestamp >= 0"
-                )))
-            }
             _ => {}
         }
         for s in self.local.segments().values() {

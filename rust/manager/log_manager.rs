@@ -29,7 +29,7 @@ use crate::checkpoint::partition_metadata::TopicId;
 use crate::cleaner::log_cleaner::LogCleaner;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::log::file_names::{log_delete_dir_name, validate_topic_name, TopicPartition};
+use crate::log::file_names::{log_delete_dir_name, validate_partition_dir_name, validate_topic_name, TopicPartition};
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 use crate::log::unified_log::{LogOpenOptions, RetentionOptions, RetentionResult, UnifiedLog};
 use crate::util::clock::{system_clock, SharedClock};
@@ -296,7 +296,9 @@ impl LogManager {
     /// The log of `tp`, created if missing (Kafka's `getOrCreateLog`) in the online,
     /// non-cordoned log dir with the fewest partitions. A given `config` becomes the topic's
     /// config and applies to its existing partitions too; `topic_id` is written to
-    /// `partition.metadata` (by default, the topic's existing id or a new random one).
+    /// `partition.metadata` (by default, the topic's existing id or a new random one). An invalid
+    /// topic (Kafka's rules), a negative partition, or a directory name longer than the log dir's
+    /// file system allows is refused before anything is created, and takes no dir offline.
     #[allow(clippy::needless_pass_by_value)]
     pub fn get_or_create_log(
         &self,
@@ -306,7 +308,11 @@ impl LogManager {
     ) -> Result<Arc<UnifiedLog>> {
         validate_topic_name(&tp.topic)?;
         if tp.partition < 0 {
-            return Err(Error::illegal_state(format!("partition {} of topic {} is negative", tp.partition, tp.topic)));
+            return Err(Error::invalid_argument(
+                "partition",
+                tp.partition,
+                format!("partition numbers of topic {} must not be negative: [0, {}]", tp.topic, i32::MAX),
+            ));
         }
         if let Some(c) = &config {
             c.validate()?;
@@ -331,9 +337,15 @@ impl LogManager {
         };
         let mut last_error = None;
         for dir in candidates {
+            // A name the file system cannot hold is the caller's error, not a failing disk:
+            // refused before anything is created, and the dir stays online.
+            validate_partition_dir_name(tp, crate::util::file::name_max(&dir))?;
             let path = dir.join(tp.dir_name());
             let created = crate::util::file::create_dir_all(&path).and_then(|()| crate::util::file::fsync_dir(&dir));
             if let Err(e) = created {
+                if let Some(refused) = name_too_long(&e, tp) {
+                    return Err(refused);
+                }
                 self.inner.failure_channel.maybe_add_offline_log_dir(&dir, &e.to_string());
                 last_error = Some(e);
                 continue;
@@ -367,8 +379,10 @@ impl LogManager {
         Err(last_error.unwrap_or_else(|| Error::illegal_state(format!("no online log dir can hold {tp}"))))
     }
 
-    /// Sets the config of `topic` for its existing and future partitions (validated first).
+    /// Sets the config of `topic` for its existing and future partitions (the topic name and the
+    /// config validated first).
     pub fn update_topic_config(&self, topic: &str, config: LogConfig) -> Result<()> {
+        validate_topic_name(topic)?;
         config.validate()?;
         let _creation = self.inner.creation_lock.lock();
         self.inner.check_usable()?;
@@ -608,6 +622,22 @@ fn insert_unique(map: &mut BTreeMap<TopicPartition, Arc<UnifiedLog>>, log: Arc<U
     }
     map.insert(tp, log);
     Ok(())
+}
+
+/// An `ENAMETOOLONG` from creating or opening `tp`'s directory (a file system whose limit
+/// `pathconf` did not report): the caller's error, as `InvalidTopic`, never a reason to take the
+/// log dir offline.
+fn name_too_long(e: &Error, tp: &TopicPartition) -> Option<Error> {
+    match e {
+        Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENAMETOOLONG) => Some(Error::InvalidTopic {
+            topic: tp.topic.clone(),
+            reason: format!(
+                "the partition directory name '{}' is too long for the log dir's file system: {e}",
+                tp.dir_name()
+            ),
+        }),
+        _ => None,
+    }
 }
 
 /// Kafka's `nextLogDirs`: online, non-cordoned dirs by ascending partition count (stable).

@@ -33,6 +33,11 @@ pub(super) fn create_and_validate_log_dirs(config: &LogManagerConfig, channel: &
             let problem = if path.exists() {
                 match std::fs::read_dir(path) {
                     Ok(_) => None,
+                    Err(_) if !path.is_dir() => Some(format!(
+                        "{} is not a readable log directory: it is a {}, not a directory",
+                        path.display(),
+                        if path.is_file() { "regular file" } else { "special file" }
+                    )),
                     Err(e) => Some(format!("{} is not a readable log directory: {e}", path.display())),
                 }
             } else {

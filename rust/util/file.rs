@@ -155,3 +155,36 @@ pub fn write_new_file(path: &Path, contents: &[u8]) -> Result<()> {
     check(path, FaultOp::Write).and_then(|()| f.write_all(contents)).map_err(|e| Error::io(path, "write", e))?;
     check(path, FaultOp::Fsync).and_then(|()| f.sync_all()).map_err(|e| Error::io(path, "fsync", e))
 }
+
+/// Linux's `NAME_MAX`: the longest file name (in bytes) most file systems allow.
+pub const DEFAULT_NAME_MAX: usize = 255;
+
+/// The longest file name, in bytes, that the file system holding `dir` allows
+/// (`pathconf(dir, _PC_NAME_MAX)`); for a `dir` that does not exist yet, that of its nearest
+/// existing ancestor. [`DEFAULT_NAME_MAX`] when the file system sets no limit or cannot say.
+pub fn name_max(dir: &Path) -> usize {
+    use std::os::unix::ffi::OsStrExt;
+    let existing = dir.ancestors().filter(|p| !p.as_os_str().is_empty()).chain([Path::new(".")]).find(|p| p.exists());
+    let Some(c_path) = existing.and_then(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok()) else {
+        return DEFAULT_NAME_MAX;
+    };
+    // SAFETY: `c_path` is a NUL-terminated string that outlives the call; pathconf only reads it
+    // and touches no other memory.
+    let limit = unsafe { libc::pathconf(c_path.as_ptr(), libc::_PC_NAME_MAX) };
+    // -1: no limit, or the file system cannot say.
+    usize::try_from(limit).ok().filter(|&n| n > 0).unwrap_or(DEFAULT_NAME_MAX)
+}
+
+#[cfg(test)]
+mod name_max_tests {
+    use super::*;
+
+    #[test]
+    fn name_max_of_existing_and_missing_dirs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let limit = name_max(tmp.path());
+        assert!((14..=4096).contains(&limit), "{limit}");
+        assert_eq!(name_max(&tmp.path().join("missing/deeper")), limit, "a missing dir asks its ancestor");
+        assert_eq!(name_max(Path::new("relative-missing-dir")), name_max(Path::new(".")));
+    }
+}

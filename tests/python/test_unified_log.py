@@ -296,8 +296,13 @@ def test_read_isolation_high_watermark_vs_log_end(three_batches):
     lg.append([(b"k", b"v")])
     assert lg.high_watermark == 4
     assert lg.set_high_watermark(100) == 13
-    assert lg.set_high_watermark(-5) == 0
-    assert lg.high_watermark == 0
+    lg.delete_records(2)
+    assert lg.set_high_watermark(1) == 2
+    assert lg.high_watermark == 2
+    # No offset is negative: refused (issue 12), where it used to be clamped too.
+    with pytest.raises(kafkalog.InvalidArgumentError, match=r"\[0, 9223372036854775807\]"):
+        lg.set_high_watermark(-5)
+    assert lg.high_watermark == 2
 
 
 def test_read_committed_is_a_clear_value_error(three_batches):

@@ -271,7 +271,7 @@ fn assert_names_file(e: &Error, what: &str) -> Result<(), TestCaseError> {
 /// Reads, scans and looks up timestamps over a log; every error must name the file.
 fn poke(log: &UnifiedLog, picks: &[u64]) -> Result<(), TestCaseError> {
     let (start, end) = (log.log_start_offset(), log.log_end_offset());
-    if let Err(e) = log.scan(i64::MIN, i64::MAX, FetchIsolation::LogEnd, |b| {
+    if let Err(e) = log.scan(0, i64::MAX, FetchIsolation::LogEnd, |b| {
         let mut scratch = Vec::new();
         b.ensure_valid()?;
         b.for_each_record(&mut scratch, |_| Ok(()))?;

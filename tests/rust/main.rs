@@ -1,6 +1,7 @@
 //! kafkalog's Rust integration tests, in one binary (each extra test binary costs a slow link).
 //!
 //! - `segment`: Kafka's `LogSegmentTest` against `LogSegment`;
+//! - `arguments`: hostile offsets, paths and names refused before anything changes;
 //! - `unified_log`: the `UnifiedLogTest` selection that applies without producer state;
 //! - `read_only` and `recovery`: opening a live or crashed partition directory;
 //! - `log_loader`: Kafka's `LogLoaderTest` (leftovers, indexes, corruption, `.cleaned` / `.swap`, splits);
@@ -18,6 +19,7 @@
 //!   across segments and passes, empty-batch retention, last sequences, large and corrupt
 //!   batches, zero-index grouping, offset overflow split, KAFKA-4298 message sets).
 
+mod arguments;
 mod cleaner_pass_two;
 mod cleaner_threads;
 mod common;

@@ -134,7 +134,13 @@ impl Harness {
                         prop_assert_eq!(start, m.log_start);
                     }
                     Err(Error::OffsetOutOfRange { offset: o, .. }) => {
-                        prop_assert!(offset > m.high_watermark && o == offset, "refused delete_records({})", offset);
+                        // Kafka's DeleteRecords: negative offsets and offsets past the high
+                        // watermark are out of range.
+                        prop_assert!(
+                            (offset < 0 || offset > m.high_watermark) && o == offset,
+                            "refused delete_records({})",
+                            offset
+                        );
                     }
                     Err(e) => return Err(fail(e)),
                 }
@@ -142,6 +148,12 @@ impl Harness {
             }
             Op::SetHighWatermark { pick } => {
                 let hw = pick_in(*pick, self.m.log_start - 2, self.m.log_end + 2);
+                if hw < 0 {
+                    // No offset is negative: refused, and nothing changes.
+                    let refused = self.log().set_high_watermark(hw);
+                    prop_assert!(matches!(refused, Err(Error::InvalidArgument { .. })), "set_high_watermark({})", hw);
+                    return Ok(());
+                }
                 let got = self.log().set_high_watermark(hw).map_err(fail)?;
                 self.m.high_watermark = hw.clamp(self.m.log_start, self.m.log_end);
                 self.m.hw_follows_log_end = false;

@@ -526,7 +526,7 @@ fn truncate_to() {
     assert_eq!((log.log_end_offset(), log.size_in_bytes()), (11, size));
     assert!(log.truncate_to(0).unwrap(), "truncating below the first segment empties the log");
     assert_eq!((log.log_end_offset(), log.size_in_bytes(), log.log_start_offset()), (0, 0, 0));
-    assert!(matches!(log.truncate_to(-1), Err(Error::IllegalState { .. })));
+    assert!(matches!(log.truncate_to(-1), Err(Error::InvalidArgument { .. })));
 }
 
 #[test]
