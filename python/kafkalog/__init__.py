@@ -13,6 +13,7 @@ from .arrow import KAFKA_SCHEMA
 from .cleaner import CleanerStats, CleanPass, CompactResult
 from .exceptions import (
     CorruptRecordError,
+    InvalidArgumentError,
     InvalidConfigError,
     KafkaLogError,
     LogClosedError,
@@ -66,5 +67,6 @@ __all__ = [
     "OffsetOutOfRangeError",
     "RecordBatchTooLargeError",
     "InvalidConfigError",
+    "InvalidArgumentError",
     "LogClosedError",
 ]

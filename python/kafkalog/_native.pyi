@@ -33,6 +33,8 @@ def decode_batches(
 class UnifiedLog:
     @staticmethod
     def open(path: str | os.PathLike[str], config: list[tuple[str, str]], read_only: bool) -> UnifiedLog: ...
+    @staticmethod
+    def check_isolation(isolation: str) -> None: ...
     def append_records(
         self,
         records: list[tuple[bytes | None, bytes | None, list[tuple[bytes, bytes | None]], int | None]],
@@ -89,6 +91,7 @@ class UnifiedLog:
         max_io_bytes_per_second: float | None,
         first_dirty_offset: int | None,
         time_ms: int | None,
+        ignore_cleanup_policy: bool,
     ) -> CompactResult: ...
 
 @final

@@ -23,6 +23,9 @@ __all__ = [
     "LogDirLockedError",
     "InconsistentTopicIdError",
     "InvalidTopicError",
+    "InvalidArgumentError",
+    "InvalidArgumentTypeError",
+    "UnsupportedIsolationError",
     "KafkaLogIOError",
     "KafkaStorageError",
     "AllLogDirsOfflineError",
@@ -45,8 +48,10 @@ class CorruptIndexError(KafkaLogError):
     """An index file that fails its sanity check (Kafka's CorruptIndexException)."""
 
 
-class OffsetOutOfRangeError(KafkaLogError):
-    """An offset outside [log start offset, log end offset] (Kafka's OffsetOutOfRangeException)."""
+class OffsetOutOfRangeError(KafkaLogError, ValueError):
+    """An offset outside [log start offset, log end offset] (Kafka's OffsetOutOfRangeException):
+    a read's offset, or a new log start past the high watermark. A ValueError too: the offset
+    given is wrong for this log."""
 
 
 class RecordBatchTooLargeError(KafkaLogError):
@@ -93,6 +98,24 @@ class InvalidTopicError(KafkaLogError, ValueError):
     """A topic name that breaks Kafka's rules (Kafka's InvalidTopicException): empty, '.' or
     '..', longer than 249 characters, or a character other than ASCII alphanumerics, '.', '_'
     and '-'."""
+
+
+class InvalidArgumentError(KafkaLogError, ValueError):
+    """An argument outside its allowed range or set of values (Kafka's IllegalArgumentException):
+    a negative offset, a number too large for its field, an unknown compression or isolation
+    name. The message names the argument, the value given and what is accepted. Raised before
+    anything changes."""
+
+
+class InvalidArgumentTypeError(KafkaLogError, TypeError):
+    """An argument of the wrong type (a bytes header key, a str where an int belongs); the
+    message names the argument and the types accepted."""
+
+
+class UnsupportedIsolationError(InvalidArgumentError):
+    """A read isolation this version cannot serve: ``read_committed`` needs transaction state
+    (the last stable offset), which arrives with a later version; use ``read_uncommitted`` or
+    ``log_end``."""
 
 
 class KafkaLogIOError(KafkaLogError, OSError):

@@ -14,10 +14,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from . import _arguments as arg
 from . import _native
 from .arrow import KAFKA_SCHEMA, columns_to_record_batch
 from .cleaner import CompactResult
-from .exceptions import IllegalStateError
+from .exceptions import IllegalStateError, InvalidArgumentTypeError
 from .records import (
     AppendInfo,
     ConsumerRecord,
@@ -40,6 +41,9 @@ MAX_TIMESTAMP = -3
 
 _ARROW_CHUNK_BYTES = 64 << 20
 _Headers = tuple[tuple[str, bytes | None], ...]
+_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+_ISOLATIONS = ("read_uncommitted", "log_end", "read_committed")
+_RECORD_TIMESTAMPS = f"must be a timestamp in [0, {arg.I64_MAX}] (ms since the epoch), or None for now"
 
 
 def _config_pairs(config: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -62,27 +66,44 @@ def _as_bytes(value: Any, what: str) -> bytes | None:
         return bytes(value)
     if isinstance(value, str):
         return value.encode()
-    raise TypeError(f"record {what} must be bytes, str or None, not {type(value).__name__}")
+    raise InvalidArgumentTypeError(f"{what} must be bytes, str or None, not {type(value).__name__}")
 
 
-def _header_key(key: Any) -> bytes:
+def _header_key(key: Any, what: str) -> bytes:
     # Kafka header keys are strings; str() of anything else (b"h" -> "b'h'") would corrupt them.
     if isinstance(key, str):
         return key.encode()
-    raise TypeError(f"record header key must be str, not {type(key).__name__}")
+    raise InvalidArgumentTypeError(f"{what} must be a str (Kafka header keys are strings), not {type(key).__name__}")
 
 
-def _native_record(r: Record | tuple[Any, ...]) -> tuple[bytes | None, bytes | None, list[tuple[bytes, bytes | None]], int | None]:
+def _native_record(
+    i: int, r: Record | tuple[Any, ...]
+) -> tuple[bytes | None, bytes | None, list[tuple[bytes, bytes | None]], int | None]:
+    """Record ``i`` of an append as the engine takes it; a bad field is named ``records[i].<field>``."""
     if isinstance(r, Record):
         key, value, headers, ts = r.key, r.value, r.headers, r.timestamp
     elif isinstance(r, tuple) and len(r) == 2:
         (key, value), headers, ts = r, (), None
     else:
-        raise TypeError(f"records must be kafkalog.Record or (key, value) tuples, not {r!r:.80}")
-    hdrs = [(_header_key(k), _as_bytes(v, "header value")) for k, v in headers]
-    if ts is not None and (not isinstance(ts, int) or ts < 0):
-        raise ValueError(f"record timestamp must be a non-negative int (ms), not {ts!r}")
-    return _as_bytes(key, "key"), _as_bytes(value, "value"), hdrs, ts
+        raise InvalidArgumentTypeError(f"records[{i}] must be a kafkalog.Record or a (key, value) tuple, not {r!r:.80}")
+    at = f"records[{i}]"
+    ts = arg.optional_integer(f"{at}.timestamp", ts, 0, arg.I64_MAX, _RECORD_TIMESTAMPS)
+    return _as_bytes(key, f"{at}.key"), _as_bytes(value, f"{at}.value"), _native_headers(at, headers), ts
+
+
+def _native_headers(at: str, headers: Any) -> list[tuple[bytes, bytes | None]]:
+    if isinstance(headers, (str, bytes)) or not isinstance(headers, Iterable):
+        raise InvalidArgumentTypeError(f"{at}.headers must be (str key, bytes value) pairs, not {headers!r:.80}")
+    out = []
+    for j, pair in enumerate(headers):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise InvalidArgumentTypeError(f"{at}.headers[{j}] must be a (str key, bytes value) pair, not {pair!r:.80}")
+        out.append((_header_key(pair[0], f"{at}.headers[{j}] key"), _as_bytes(pair[1], f"{at}.headers[{j}] value")))
+    return out
+
+
+def _leader_epoch(value: Any) -> int:
+    return arg.integer("leader_epoch", value, -1, arg.I32_MAX, f"must be in [-1, {arg.I32_MAX}] (-1: no leader epoch)")
 
 
 class UnifiedLog:
@@ -91,6 +112,12 @@ class UnifiedLog:
     __slots__ = ("_log",)
 
     def __init__(self, native: _native.UnifiedLog) -> None:
+        """Wraps a native handle; open a log with :meth:`UnifiedLog.open` instead."""
+        if not isinstance(native, _native.UnifiedLog):
+            raise InvalidArgumentTypeError(
+                f"UnifiedLog() takes a native handle, not {type(native).__name__} ({native!r:.80}): "
+                "open a log with kafkalog.UnifiedLog.open(path)"
+            )
         self._log = native
 
     @classmethod
@@ -107,7 +134,7 @@ class UnifiedLog:
 
         A read-only open takes no lock, writes nothing, runs no recovery, and sees the log up
         to its last complete batch, even while another process appends to it."""
-        return cls(_native.UnifiedLog.open(os.fspath(path), _config_pairs(config), read_only))
+        return cls(_native.UnifiedLog.open(arg.path("path", path), _config_pairs(config), read_only))
 
     def __enter__(self) -> UnifiedLog:
         return self
@@ -136,13 +163,16 @@ class UnifiedLog:
         """Appends records as the leader. They are grouped into v2 batches of at most
         ``batch_size`` bytes (as a producer's ``batch.size``), compressed with ``compression``
         (none, gzip, snappy, lz4, zstd), validated, and given offsets from the log end."""
-        native = [_native_record(r) for r in records]
+        compression = arg.string("compression", compression, _CODECS)
+        leader_epoch = _leader_epoch(leader_epoch)
+        batch_size = arg.integer("batch_size", batch_size, 0, arg.I32_MAX)
+        native = [_native_record(i, r) for i, r in enumerate(records)]
         info = self._log.append_records(native, compression, leader_epoch, batch_size, int(time.time() * 1000))
         return AppendInfo(**info)
 
     def append_batch(self, raw: bytes, *, leader_epoch: int = 0) -> AppendInfo:
         """Appends bytes holding one or more v2 batches as a producer sends them."""
-        return AppendInfo(**self._log.append_batch(bytes(raw), leader_epoch))
+        return AppendInfo(**self._log.append_batch(bytes(raw), _leader_epoch(leader_epoch)))
 
     def append_as_follower(self, raw: bytes) -> AppendInfo:
         """Appends batches whose offsets are already assigned; they must follow the log end."""
@@ -157,25 +187,31 @@ class UnifiedLog:
         return self._log.roll()
 
     def truncate_to(self, offset: int) -> bool:
-        """Removes every record at or above ``offset``; returns whether anything went."""
-        return self._log.truncate_to(offset)
+        """Removes every record at or above ``offset``; returns whether anything went. A
+        negative offset raises InvalidArgumentError and changes nothing."""
+        return self._log.truncate_to(arg.offset("offset", offset))
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        """Deletes every segment and restarts the log, empty, at ``offset``."""
-        self._log.truncate_fully_and_start_at(offset)
+        """Deletes every segment and restarts the log, empty, at ``offset``. A negative offset
+        raises InvalidArgumentError and changes nothing."""
+        self._log.truncate_fully_and_start_at(arg.offset("offset", offset))
 
     def delete_records(self, offset: int) -> int:
-        """Raises the log start offset to ``offset`` (never past the high watermark)."""
-        return self._log.delete_records(offset)
+        """Raises the log start offset to ``offset`` (an offset at or below it changes nothing).
+        A negative offset, or one past the high watermark, raises OffsetOutOfRangeError, as
+        Kafka's DeleteRecords does."""
+        return self._log.delete_records(arg.offset("offset", offset))
 
     def set_high_watermark(self, offset: int) -> int:
         """Sets the high watermark (clamped to [log start, log end]) for a caller that
-        replicates; by default it follows the log end offset."""
-        return self._log.set_high_watermark(offset)
+        replicates; by default it follows the log end offset. A negative offset raises
+        InvalidArgumentError."""
+        return self._log.set_high_watermark(arg.offset("offset", offset))
 
     def assign_topic_id(self, topic_id: str) -> None:
-        """Records the topic id (Kafka's 22-character form) in partition.metadata."""
-        self._log.assign_topic_id(topic_id)
+        """Records the topic id (Kafka's 22-character form) in partition.metadata; a malformed
+        one raises InvalidArgumentError."""
+        self._log.assign_topic_id(arg.string("topic_id", topic_id))
 
     def close(self) -> None:
         """Flushes and closes the log; later calls raise LogClosedError. On a log that a
@@ -204,12 +240,20 @@ class UnifiedLog:
         max_io_bytes_per_second: float | None = None,
         first_dirty_offset: int | None = None,
         time_ms: int | None = None,
+        ignore_cleanup_policy: bool = False,
     ) -> CompactResult:
         """Compacts the log now (Kafka's cleaner, on demand): keeps the latest record of every
         key below the first uncleanable offset, in as many passes as the offset map needs.
 
+        Only a log whose ``cleanup.policy`` contains ``compact`` is compacted: on any other the
+        call raises InvalidConfigError (as LogManager.compact_now does), since a clean keeps one
+        record per key and drops every record without a key, which a ``delete`` topic keeps.
+        ``ignore_cleanup_policy=True`` compacts such a log anyway (its records are lost as
+        described; the log's config is not changed).
+
         The cleanable range runs from ``first_dirty_offset`` (default: the log start; a
-        LogManager keeps it in ``cleaner-offset-checkpoint``) to the least of the high
+        LogManager keeps it in ``cleaner-offset-checkpoint``; it must lie in [0, log end], and
+        one below the log start means the log start) to the least of the high
         watermark, the active segment's base and ``min.compaction.lag.ms``; roll first to make
         the active segment cleanable. Tombstones follow Kafka's two-pass rule: the first clean
         stamps ``time_ms + delete.retention.ms`` into their batch, a clean after that removes
@@ -228,8 +272,16 @@ class UnifiedLog:
                 f"{self} belongs to a LogManager, whose cleaner keeps its cleaner-offset-checkpoint: "
                 "use LogManager.compact_now(topic, partition)"
             )
+        if not isinstance(ignore_cleanup_policy, bool):
+            raise InvalidArgumentTypeError(f"ignore_cleanup_policy must be True or False, not {ignore_cleanup_policy!r:.80}")
         return self._log.compact_now(
-            dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, first_dirty_offset, time_ms
+            arg.integer("dedupe_buffer_size", dedupe_buffer_size, 1, arg.I64_MAX),
+            arg.number("load_factor", load_factor),
+            arg.integer("io_buffer_size", io_buffer_size, 2, arg.I32_MAX),
+            None if max_io_bytes_per_second is None else arg.number("max_io_bytes_per_second", max_io_bytes_per_second),
+            None if first_dirty_offset is None else arg.offset("first_dirty_offset", first_dirty_offset),
+            arg.optional_integer("time_ms", time_ms, 0, arg.I64_MAX),
+            ignore_cleanup_policy,
         )
 
     @property
@@ -250,8 +302,14 @@ class UnifiedLog:
         """Kafka's fetch: whole batches from the one holding ``offset``, at most ``max_bytes``
         (but at least one batch when ``min_one_message``), up to the high watermark
         (``read_uncommitted``) or the log end (``log_end``). Raises OffsetOutOfRangeError
-        outside [log start, log end]."""
-        r = self._log.read(offset, max_bytes, isolation, min_one_message)
+        outside [log start, log end]; ``read_committed`` raises UnsupportedIsolationError (no
+        transaction state yet)."""
+        r = self._log.read(
+            arg.offset("offset", offset),
+            arg.integer("max_bytes", max_bytes, 0, arg.I64_MAX),
+            arg.string("isolation", isolation, _ISOLATIONS),
+            min_one_message,
+        )
         topic, partition = self.topic, self.partition
         records = [
             ConsumerRecord(topic, partition, o, ts, tt, k, v, tuple(h)) for (o, ts, tt, k, v, h, _) in r["records"]
@@ -268,7 +326,14 @@ class UnifiedLog:
     def records(
         self, start: int | None = None, end: int | None = None, isolation: str = "read_uncommitted"
     ) -> Iterator[ConsumerRecord]:
-        """Iterates over the records in [start, end) (defaults: log start, high watermark)."""
+        """Iterates over the records in [start, end) (defaults: log start, high watermark); the
+        range is cut to what the log holds. Bad arguments (a negative offset, an unknown
+        isolation) raise here, before iterating."""
+        start, end = arg.range_bound("start", start), arg.range_bound("end", end)
+        _native.UnifiedLog.check_isolation(arg.string("isolation", isolation, _ISOLATIONS))
+        return self._records(start, end, isolation)
+
+    def _records(self, start: int | None, end: int | None, isolation: str) -> Iterator[ConsumerRecord]:
         offset = self.log_start_offset if start is None else max(start, self.log_start_offset)
         stop = self.log_end_offset if end is None else end
         while offset < stop:
@@ -289,9 +354,16 @@ class UnifiedLog:
         *,
         max_chunk_bytes: int = _ARROW_CHUNK_BYTES,
     ) -> Iterator[pa.RecordBatch]:
-        """Yields pyarrow RecordBatches of Spark's Kafka-source columns for [start, end)."""
+        """Yields pyarrow RecordBatches of Spark's Kafka-source columns for [start, end) (cut to
+        what the log holds). Bad arguments raise here, before iterating."""
+        start, end = arg.range_bound("start", start), arg.range_bound("end", end)
+        _native.UnifiedLog.check_isolation(arg.string("isolation", isolation, _ISOLATIONS))
+        max_chunk_bytes = arg.integer("max_chunk_bytes", max_chunk_bytes, 1, arg.I64_MAX)
+        return self._iter_arrow(start, end, isolation, max_chunk_bytes)
+
+    def _iter_arrow(self, start: int | None, end: int | None, isolation: str, max_chunk_bytes: int) -> Iterator[pa.RecordBatch]:
         offset = self.log_start_offset if start is None else start
-        stop = (1 << 63) - 1 if end is None else end
+        stop = arg.I64_MAX if end is None else end
         while True:
             cols, next_offset = self._log.read_columns(offset, stop, isolation, max_chunk_bytes)
             if cols["rows"]:
@@ -310,8 +382,11 @@ class UnifiedLog:
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """The first record with timestamp >= ``timestamp``; EARLIEST_TIMESTAMP (-2) gives the
         log start, LATEST_TIMESTAMP (-1) the log end, MAX_TIMESTAMP (-3) the record with the
-        largest timestamp. None when nothing qualifies."""
-        found = self._log.offset_for_timestamp(timestamp)
+        largest timestamp. None when nothing qualifies. Other negative timestamps raise
+        InvalidArgumentError."""
+        found = self._log.offset_for_timestamp(
+            arg.integer("timestamp", timestamp, 0, arg.I64_MAX, arg.TIMESTAMP_QUERIES, native=(arg.I64_MIN, arg.I64_MAX))
+        )
         return None if found is None else TimestampAndOffset(*found)
 
     # -- state ------------------------------------------------------------------------------

@@ -27,9 +27,11 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, NamedTuple
 
+from . import _arguments as arg
 from . import _native
 from ._native import CleanerStatus
 from .cleaner import CleanerStats, CompactResult
+from .exceptions import InvalidArgumentTypeError
 from .log import UnifiedLog, _config_pairs, _retention_result
 from .records import RetentionResult
 
@@ -95,7 +97,17 @@ class LogDirInfo(NamedTuple):
 def _dirs_value(dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> str:
     if isinstance(dirs, (str, os.PathLike)):
         dirs = [dirs]
-    return ",".join(os.path.abspath(os.fspath(d)) for d in dirs)
+    elif not isinstance(dirs, Iterable) or isinstance(dirs, bytes):
+        raise InvalidArgumentTypeError(f"dirs must be a path or a list of paths, not {type(dirs).__name__} ({dirs!r:.80})")
+    return ",".join(os.path.abspath(arg.path("dirs", d)) for d in dirs)
+
+
+def _topic(value: Any) -> str:
+    return arg.string("topic", value)
+
+
+def _optional_partition(value: Any) -> int | None:
+    return None if value is None else arg.partition(value)
 
 
 class LogManager:
@@ -140,6 +152,7 @@ class LogManager:
             def callback(raw: list[tuple[str, int, int, int]]) -> None:
                 user([DirRecoveryProgress(os.fspath(d), total, left, segments) for d, total, left, segments in raw])
 
+        time_ms = arg.optional_integer("time_ms", time_ms, 0, arg.I64_MAX)
         self._m = _native.LogManager.open(pairs, topics, scheduler, time_ms, callback)
         self._closed = False
 
@@ -163,13 +176,16 @@ class LogManager:
         """Returns the log of ``topic``-``partition``, creating it (Kafka's getOrCreateLog) in
         the online, non-cordoned log dir holding the fewest partitions. A ``config`` becomes
         the topic's config, for its existing partitions too. Invalid topic names (Kafka's
-        rules) raise InvalidTopicError."""
+        rules), and names whose directory the log dir's file system cannot hold (a 249-character
+        topic leaves room for a partition number of 5 digits), raise InvalidTopicError and take
+        no log dir offline; a partition outside [0, 2**31 - 1] raises InvalidArgumentError."""
         pairs = None if config is None else _config_pairs(config)
-        return UnifiedLog(self._m.get_or_create_log(topic, partition, pairs, topic_id))
+        topic_id = None if topic_id is None else arg.string("topic_id", topic_id)
+        return UnifiedLog(self._m.get_or_create_log(_topic(topic), arg.partition(partition), pairs, topic_id))
 
     def get_log(self, topic: str, partition: int) -> UnifiedLog | None:
         """The log of ``topic``-``partition``, or None."""
-        native = self._m.get_log(topic, partition)
+        native = self._m.get_log(_topic(topic), arg.partition(partition))
         return None if native is None else UnifiedLog(native)
 
     def logs(self) -> list[UnifiedLog]:
@@ -184,11 +200,11 @@ class LogManager:
         """Deletes the partition as Kafka does: its directory is renamed
         ``<topic>-<partition>.<uuid>-delete`` at once and removed after
         ``log.segment.delete.delay.ms``. Returns the renamed directory."""
-        return os.fspath(self._m.delete_log(topic, partition))
+        return os.fspath(self._m.delete_log(_topic(topic), arg.partition(partition)))
 
     def update_topic_config(self, topic: str, config: Mapping[str, Any]) -> None:
         """Sets a topic's config (validated first) for its existing and future partitions."""
-        self._m.update_topic_config(topic, _config_pairs(config))
+        self._m.update_topic_config(_topic(topic), _config_pairs(config))
 
     # -- maintenance ------------------------------------------------------------------------
 
@@ -213,7 +229,7 @@ class LogManager:
 
     def advance_time(self, ms: int) -> int:
         """On a manual clock (``time_ms=``): moves it forward and runs what became due."""
-        return self._m.advance_time(ms)
+        return self._m.advance_time(arg.integer("ms", ms, 0, arg.I64_MAX, f"must be in [0, {arg.I64_MAX}]: the clock never goes back"))
 
     @property
     def time_ms(self) -> int | None:
@@ -230,14 +246,14 @@ class LogManager:
         (the message says by what) or the partition is unknown, and InvalidConfigError if its
         ``cleanup.policy`` lacks ``compact`` or ``log.cleaner.enable`` is false. A partition
         marked uncleanable is tried anyway, and cleared on success."""
-        return self._m.compact_now(topic, partition)
+        return self._m.compact_now(_topic(topic), arg.partition(partition))
 
     def cleaner_status(self, topic: str | None = None, partition: int | None = None) -> list[CleanerStatus]:
         """The compaction picture of every compacted partition (optionally of one topic or
         partition), in topic-partition order: cleaning state, clean / cleanable / uncleanable
         sections and dirty ratio, the last clean and its stats, why it is uncleanable or paused,
         and the passes the current offset map needs."""
-        return self._m.cleaner_status(topic, partition)
+        return self._m.cleaner_status(None if topic is None else _topic(topic), _optional_partition(partition))
 
     def cleaner_metrics(self) -> dict[str, int]:
         """Kafka's cleaner gauges by their names: ``max-dirty-percent``,
@@ -251,7 +267,7 @@ class LogManager:
         """Clears the uncleanable mark of the selected partitions (all by default) so the
         cleaner tries them again; returns the partitions cleared. (A topic config change
         retries its partitions by itself.)"""
-        return self._m.retry_uncleanable(topic, partition)
+        return self._m.retry_uncleanable(None if topic is None else _topic(topic), _optional_partition(partition))
 
     def run_cleaner_once(self) -> CleanOutcome | None:
         """Runs one iteration of a cleaner thread's loop on this thread (for a manual clock):
@@ -292,7 +308,7 @@ class LogManager:
 
     def cordon_log_dir(self, path: str | os.PathLike[str], cordoned: bool = True) -> None:
         """Stops (or resumes) placing new partitions in ``path`` (KIP-1066)."""
-        self._m.cordon_log_dir(os.path.abspath(os.fspath(path)), cordoned)
+        self._m.cordon_log_dir(os.path.abspath(arg.path("path", path)), cordoned)
 
     def load_summary(self) -> list[DirLoadSummary]:
         """What start-up found in each log dir."""
@@ -318,6 +334,7 @@ class LogManager:
         """Flushes and closes every log, writes the checkpoints and, in each dir where that all
         succeeded, ``.kafka_cleanshutdown`` with ``broker_epoch``; releases the locks. Closing
         twice is harmless."""
+        broker_epoch = arg.integer("broker_epoch", broker_epoch, -1, arg.I64_MAX, f"must be in [-1, {arg.I64_MAX}] (-1: unknown)")
         if self._closed:
             return
         self._closed = True

@@ -9,7 +9,6 @@ use pyo3::types::PyBytes;
 use super::errors::{run, to_py_err};
 use crate::error::Error;
 use crate::record::builder::{write_end_txn_marker, BatchBuilder, BatchHeader};
-use crate::record::compression::CompressionType;
 use crate::record::control::ControlRecordType;
 
 /// (offset, timestamp, key, value, headers) of one record to encode.
@@ -33,11 +32,7 @@ pub fn build_batch<'py>(
     partition_leader_epoch: i32,
     delete_horizon_ms: Option<i64>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let codec = CompressionType::from_name(compression).ok_or_else(|| {
-        pyo3::exceptions::PyValueError::new_err(format!(
-            "invalid compression {compression:?}: expected one of none, gzip, snappy, lz4, zstd"
-        ))
-    })?;
+    let codec = super::log::parse_compression(compression).map_err(|e| to_py_err(py, e))?;
     let out = run(py, move || {
         let mut b = BatchBuilder::new(BatchHeader {
             base_offset,

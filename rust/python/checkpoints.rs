@@ -9,7 +9,9 @@ use pyo3::prelude::*;
 use super::errors::run;
 use crate::checkpoint::checkpoint_file::{self, EpochEntry};
 use crate::checkpoint::log_dir_files;
-use crate::log::file_names::TopicPartition;
+use crate::error::Error;
+use crate::log::file_names::{validate_topic_name, TopicPartition};
+use crate::log::unified_log::check_offset;
 
 /// `(topic, partition, offset)` entries of an offset checkpoint file.
 #[pyfunction]
@@ -18,12 +20,24 @@ pub fn read_offset_checkpoint(py: Python<'_>, path: PathBuf) -> PyResult<Vec<(St
     Ok(entries.into_iter().map(|(tp, o)| (tp.topic, tp.partition, o)).collect())
 }
 
-/// Writes an offset checkpoint file atomically.
+/// Writes an offset checkpoint file atomically. Every topic must be a valid Kafka topic name (a
+/// space or a newline would make the file unreadable), every partition and offset non-negative;
+/// a refused entry writes nothing.
 #[pyfunction]
 pub fn write_offset_checkpoint(py: Python<'_>, path: PathBuf, entries: Vec<(String, i32, i64)>) -> PyResult<()> {
     let entries: Vec<(TopicPartition, i64)> =
         entries.into_iter().map(|(t, p, o)| (TopicPartition::new(t, p), o)).collect();
-    run(py, move || checkpoint_file::write_offset_checkpoint(&path, &entries))
+    run(py, move || {
+        for (tp, offset) in &entries {
+            validate_topic_name(&tp.topic)?;
+            if tp.partition < 0 {
+                let allowed = format!("must be a partition number in [0, {}]", i32::MAX);
+                return Err(Error::invalid_argument(&format!("partition of {}", tp.topic), tp.partition, allowed));
+            }
+            check_offset(&format!("offset of {tp}"), *offset, "a checkpointed offset")?;
+        }
+        checkpoint_file::write_offset_checkpoint(&path, &entries)
+    })
 }
 
 /// `(epoch, start_offset)` entries of a `leader-epoch-checkpoint`.

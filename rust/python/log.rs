@@ -16,23 +16,36 @@ use crate::checkpoint::partition_metadata::TopicId;
 use crate::config::LogConfig;
 use crate::error::Error;
 use crate::log::log_validator::LogAppendInfo;
-use crate::log::unified_log::{FetchIsolation, LogOpenOptions, UnifiedLog};
+use crate::log::unified_log::{check_first_dirty_offset, FetchIsolation, LogOpenOptions, UnifiedLog};
 use crate::record::builder::{BatchBuilder, BatchHeader};
 use crate::record::compression::CompressionType;
 use crate::util::clock::SystemClock;
 
-fn parse_isolation(isolation: &str) -> PyResult<FetchIsolation> {
+/// A fetch isolation by its Python name: `UnsupportedIsolation` for `read_committed` (no
+/// transaction state yet), `InvalidArgument` for a name that is none of them.
+fn parse_isolation(isolation: &str) -> crate::error::Result<FetchIsolation> {
     match isolation {
         "read_uncommitted" | "high_watermark" => Ok(FetchIsolation::HighWatermark),
         "log_end" => Ok(FetchIsolation::LogEnd),
-        "read_committed" => Err(pyo3::exceptions::PyValueError::new_err(
-            "isolation 'read_committed' needs transaction state (the last stable offset), which this \
-             version does not track yet; use 'read_uncommitted' or 'log_end'",
+        "read_committed" => Err(Error::UnsupportedIsolation { isolation: isolation.to_string() }),
+        other => Err(Error::invalid_argument(
+            "isolation",
+            format!("{other:?}"),
+            "must be one of 'read_uncommitted' (or its alias 'high_watermark'), 'log_end' or 'read_committed' \
+             (not supported yet)",
         )),
-        other => Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "invalid isolation {other:?}: expected 'read_uncommitted', 'high_watermark' or 'log_end'"
-        ))),
     }
+}
+
+/// A record codec by its Kafka name (`compression.type`'s values, without `producer`).
+pub(crate) fn parse_compression(compression: &str) -> crate::error::Result<CompressionType> {
+    CompressionType::from_name(compression).ok_or_else(|| {
+        Error::invalid_argument(
+            "compression",
+            format!("{compression:?}"),
+            "must be one of none, gzip, snappy, lz4, zstd",
+        )
+    })
 }
 
 fn append_info_dict<'py>(py: Python<'py>, info: &LogAppendInfo) -> PyResult<Bound<'py, PyDict>> {
@@ -108,6 +121,13 @@ impl PyUnifiedLog {
         Ok(PyUnifiedLog { inner: Arc::new(log), managed: false })
     }
 
+    /// Checks an isolation name as `read` and `read_columns` parse it (for callers that may not
+    /// read at all).
+    #[staticmethod]
+    fn check_isolation(py: Python<'_>, isolation: &str) -> PyResult<()> {
+        parse_isolation(isolation).map(|_| ()).map_err(|e| to_py_err(py, e))
+    }
+
     /// Builds batches of at most `batch_size` bytes from (key, value, headers, timestamp)
     /// tuples and appends them as the leader.
     #[pyo3(signature = (records, compression, leader_epoch, batch_size, now_ms))]
@@ -120,11 +140,7 @@ impl PyUnifiedLog {
         batch_size: usize,
         now_ms: i64,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let codec = CompressionType::from_name(compression).ok_or_else(|| {
-            pyo3::exceptions::PyValueError::new_err(format!(
-                "invalid compression {compression:?}: expected one of none, gzip, snappy, lz4, zstd"
-            ))
-        })?;
+        let codec = parse_compression(compression).map_err(|e| to_py_err(py, e))?;
         let records: Vec<InRecord> = records
             .into_iter()
             .map(|(key, value, headers, timestamp)| InRecord { key, value, headers, timestamp })
@@ -171,7 +187,7 @@ impl PyUnifiedLog {
         isolation: &str,
         min_one_message: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let isolation = parse_isolation(isolation)?;
+        let isolation = parse_isolation(isolation).map_err(|e| to_py_err(py, e))?;
         let log = self.inner.clone();
         let (info, decoded) = run(py, move || {
             let info = log.read(offset, max_bytes, isolation, min_one_message)?;
@@ -201,7 +217,7 @@ impl PyUnifiedLog {
         isolation: &str,
         max_bytes: usize,
     ) -> PyResult<(Bound<'py, PyDict>, i64)> {
-        let isolation = parse_isolation(isolation)?;
+        let isolation = parse_isolation(isolation).map_err(|e| to_py_err(py, e))?;
         // Arrow's binary columns use int32 offsets: a chunk stops well before 2 GiB of data.
         let max_bytes = max_bytes.min(1 << 30);
         let log = self.inner.clone();
@@ -333,7 +349,7 @@ impl PyUnifiedLog {
 
     /// Records a topic id (Kafka's 22-character base64 form); a different stored id is an error.
     fn assign_topic_id(&self, py: Python<'_>, topic_id: &str) -> PyResult<()> {
-        let id = TopicId::parse(topic_id).map_err(|e| to_py_err(py, e))?;
+        let id = parse_topic_id(topic_id).map_err(|e| to_py_err(py, e))?;
         let log = self.inner.clone();
         run(py, move || log.assign_topic_id(id))
     }
@@ -366,9 +382,11 @@ impl PyUnifiedLog {
         run(py, move || log.delete_due_files())
     }
 
-    /// Cleans the whole cleanable range now, in as many passes as the map needs.
+    /// Cleans the whole cleanable range now, in as many passes as the map needs. A log whose
+    /// `cleanup.policy` lacks `compact` is refused unless `ignore_cleanup_policy`, as
+    /// `LogManager.compact_now` refuses it.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, first_dirty_offset, time_ms))]
+    #[pyo3(signature = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, first_dirty_offset, time_ms, ignore_cleanup_policy))]
     fn compact_now<'py>(
         &self,
         py: Python<'py>,
@@ -378,7 +396,11 @@ impl PyUnifiedLog {
         max_io_bytes_per_second: Option<f64>,
         first_dirty_offset: Option<i64>,
         time_ms: Option<i64>,
+        ignore_cleanup_policy: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let checked = check_compactable(&self.inner, ignore_cleanup_policy)
+            .and_then(|()| first_dirty_offset.map_or(Ok(()), |o| check_first_dirty_offset(&self.inner, o)));
+        checked.map_err(|e| to_py_err(py, e))?;
         let log = self.inner.clone();
         let sizes = super::cleaner::OnDemandCleaner {
             dedupe_buffer_size,
@@ -395,6 +417,37 @@ impl PyUnifiedLog {
         })?;
         super::cleaner::compact_result_to_py(py, &result, 0, &self.inner.topic_partition().to_string())
     }
+}
+
+/// A topic id given by the caller, in Kafka's 22-character form.
+pub(crate) fn parse_topic_id(topic_id: &str) -> crate::error::Result<TopicId> {
+    TopicId::parse(topic_id).map_err(|e| {
+        Error::invalid_argument(
+            "topic_id",
+            format!("{topic_id:?}"),
+            format!("must be a topic id in Kafka's 22-character URL-safe base64 form ({e})"),
+        )
+    })
+}
+
+/// An on-demand clean keeps only the latest record of each key and drops records without a
+/// key: on a log whose `cleanup.policy` lacks `compact`, that loses data the topic keeps, so it
+/// is refused (with `LogManager.compact_now`'s error) unless the caller insists.
+fn check_compactable(log: &UnifiedLog, ignore_cleanup_policy: bool) -> crate::error::Result<()> {
+    let config = log.config();
+    if config.compact() || ignore_cleanup_policy {
+        return Ok(());
+    }
+    Err(Error::invalid_config(
+        "cleanup.policy",
+        config.cleanup_policy,
+        format!(
+            "partition {} is not compacted: compact_now needs cleanup.policy to contain compact (a clean keeps \
+             only the latest record of each key and drops records without a key); open the log with \
+             cleanup.policy=compact, or pass ignore_cleanup_policy=True to compact it anyway",
+            log.topic_partition()
+        ),
+    ))
 }
 
 /// Encodes records into v2 batches of at most `batch_size` uncompressed bytes each (as a

@@ -16,8 +16,7 @@ use pyo3::types::PyDict;
 use super::cleaner::compact_result_to_py;
 use super::cleaner_status::{metrics_to_py, outcome_to_py, PyCleanerStatus, PyOutcome};
 use super::errors::{run, to_py_err};
-use super::log::{retention_tuple, PyRetention, PyUnifiedLog};
-use crate::checkpoint::partition_metadata::TopicId;
+use super::log::{parse_topic_id, retention_tuple, PyRetention, PyUnifiedLog};
 use crate::cleaner::cleaner_status::StatusFilter;
 use crate::config::LogConfig;
 use crate::error::Error;
@@ -152,7 +151,7 @@ impl PyLogManager {
     ) -> PyResult<PyUnifiedLog> {
         let defaults = self.inner.config().log_config();
         let config = config.map(|pairs| topic_config(defaults, &pairs)).transpose().map_err(|e| to_py_err(py, e))?;
-        let topic_id = topic_id.map(|id| TopicId::parse(&id)).transpose().map_err(|e| to_py_err(py, e))?;
+        let topic_id = topic_id.map(|id| parse_topic_id(&id)).transpose().map_err(|e| to_py_err(py, e))?;
         let manager = self.inner.clone();
         let tp = TopicPartition::new(topic, partition);
         let log = run(py, move || manager.get_or_create_log(&tp, config, topic_id))?;

@@ -292,6 +292,16 @@ def test_exception_hierarchy():
         assert getattr(kafkalog.exceptions, cls.__name__) is cls
     assert issubclass(InvalidConfigError, ValueError)
     assert issubclass(KafkaLogIOError, OSError)
+    # Errors in the caller's arguments are ValueErrors or TypeErrors too (issue 12).
+    for cls in (
+        exceptions.InvalidArgumentError,
+        exceptions.UnsupportedIsolationError,
+        exceptions.InvalidTopicError,
+        OffsetOutOfRangeError,
+    ):
+        assert issubclass(cls, ValueError), cls
+    assert issubclass(exceptions.InvalidArgumentTypeError, TypeError)
+    assert issubclass(exceptions.UnsupportedIsolationError, exceptions.InvalidArgumentError)
     assert issubclass(exceptions.OffsetOverflowError, exceptions.InvalidOffsetError)
     for name in ("CorruptRecordError", "OffsetOutOfRangeError", "InvalidConfigError", "LogClosedError"):
         assert getattr(kafkalog, name) is getattr(exceptions, name)
@@ -337,6 +347,9 @@ def raised_by_the_engine(tmp_path) -> list[BaseException]:
     log = UnifiedLog.open(tmp_path / "orders-0")
     log.append([(b"k", b"v")])
     catch(lambda: log.read(5))
+    catch(lambda: log.truncate_fully_and_start_at(-1))
+    catch(lambda: log.read(0, isolation="read_committed"))
+    catch(lambda: log.append([kafkalog.Record(b"k", b"v", headers=((b"h", b"x"),))]))  # type: ignore[arg-type]
     catch(lambda: log.append_batch(set_field(GOOD, ">i", 57, 7)))
     with UnifiedLog.open(tmp_path / "orders-0", read_only=True) as ro:
         catch(lambda: ro.append([(b"k", b"v")]))
@@ -348,6 +361,9 @@ def raised_by_the_engine(tmp_path) -> list[BaseException]:
         InvalidConfigError,
         KafkaLogIOError,
         OffsetOutOfRangeError,
+        exceptions.InvalidArgumentError,
+        exceptions.UnsupportedIsolationError,
+        exceptions.InvalidArgumentTypeError,
         InvalidRecordError,
         ReadOnlyLogError,
         LogClosedError,
