@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .exceptions import InvalidArgumentError, InvalidArgumentTypeError
@@ -93,3 +93,26 @@ def path(name: str, value: Any) -> str:
         raise InvalidArgumentTypeError(
             f"{name} must be a path (str or os.PathLike), not {type(value).__name__} ({value!r:.80})"
         ) from None
+
+
+def flag(name: str, value: Any) -> bool:
+    """True or False (not 0, 1 or "yes")."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentTypeError(f"{name} must be True or False, not {type(value).__name__} ({value!r:.80})")
+    return value
+
+
+def data(name: str, value: Any) -> bytes:
+    """Bytes from a bytes-like object (bytes, bytearray, memoryview)."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise InvalidArgumentTypeError(f"{name} must be bytes, not {type(value).__name__} ({value!r:.80})")
+
+
+def mapping(name: str, value: Any) -> Mapping[Any, Any]:
+    """A mapping (a dict of config keys to values)."""
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentTypeError(f"{name} must be a mapping of keys to values, not {type(value).__name__} ({value!r:.80})")
+    return value

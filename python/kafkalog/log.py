@@ -46,11 +46,11 @@ _ISOLATIONS = ("read_uncommitted", "log_end", "read_committed")
 _RECORD_TIMESTAMPS = f"must be a timestamp in [0, {arg.I64_MAX}] (ms since the epoch), or None for now"
 
 
-def _config_pairs(config: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+def _config_pairs(config: Mapping[str, Any] | None, name: str = "config") -> list[tuple[str, str]]:
     if config is None:
         return []
     pairs = []
-    for key, value in config.items():
+    for key, value in arg.mapping(name, config).items():
         if isinstance(value, bool):
             value = "true" if value else "false"
         elif isinstance(value, (list, tuple)):
@@ -134,7 +134,7 @@ class UnifiedLog:
 
         A read-only open takes no lock, writes nothing, runs no recovery, and sees the log up
         to its last complete batch, even while another process appends to it."""
-        return cls(_native.UnifiedLog.open(arg.path("path", path), _config_pairs(config), read_only))
+        return cls(_native.UnifiedLog.open(arg.path("path", path), _config_pairs(config), arg.flag("read_only", read_only)))
 
     def __enter__(self) -> UnifiedLog:
         return self
@@ -172,11 +172,11 @@ class UnifiedLog:
 
     def append_batch(self, raw: bytes, *, leader_epoch: int = 0) -> AppendInfo:
         """Appends bytes holding one or more v2 batches as a producer sends them."""
-        return AppendInfo(**self._log.append_batch(bytes(raw), _leader_epoch(leader_epoch)))
+        return AppendInfo(**self._log.append_batch(arg.data("raw", raw), _leader_epoch(leader_epoch)))
 
     def append_as_follower(self, raw: bytes) -> AppendInfo:
         """Appends batches whose offsets are already assigned; they must follow the log end."""
-        return AppendInfo(**self._log.append_as_follower(bytes(raw)))
+        return AppendInfo(**self._log.append_as_follower(arg.data("raw", raw)))
 
     def flush(self) -> None:
         """Fsyncs the log up to its end and advances the recovery point."""
@@ -225,7 +225,7 @@ class UnifiedLog:
         ``.deleted`` and unlinked after ``file.delete.delay.ms``. Every segment whose
         timestamps lie in the future gets a warning; ``cap_future_timestamps=True`` (opt-in,
         not Kafka's behaviour) judges such a segment by its file's modification time."""
-        return _retention_result(self._log.delete_old_segments(cap_future_timestamps))
+        return _retention_result(self._log.delete_old_segments(arg.flag("cap_future_timestamps", cap_future_timestamps)))
 
     def delete_due_files(self) -> None:
         """Unlinks ``.deleted`` files whose ``file.delete.delay.ms`` has passed."""
@@ -272,8 +272,6 @@ class UnifiedLog:
                 f"{self} belongs to a LogManager, whose cleaner keeps its cleaner-offset-checkpoint: "
                 "use LogManager.compact_now(topic, partition)"
             )
-        if not isinstance(ignore_cleanup_policy, bool):
-            raise InvalidArgumentTypeError(f"ignore_cleanup_policy must be True or False, not {ignore_cleanup_policy!r:.80}")
         return self._log.compact_now(
             arg.integer("dedupe_buffer_size", dedupe_buffer_size, 1, arg.I64_MAX),
             arg.number("load_factor", load_factor),
@@ -281,7 +279,7 @@ class UnifiedLog:
             None if max_io_bytes_per_second is None else arg.number("max_io_bytes_per_second", max_io_bytes_per_second),
             None if first_dirty_offset is None else arg.offset("first_dirty_offset", first_dirty_offset),
             arg.optional_integer("time_ms", time_ms, 0, arg.I64_MAX),
-            ignore_cleanup_policy,
+            arg.flag("ignore_cleanup_policy", ignore_cleanup_policy),
         )
 
     @property
@@ -308,7 +306,7 @@ class UnifiedLog:
             arg.offset("offset", offset),
             arg.integer("max_bytes", max_bytes, 0, arg.I64_MAX),
             arg.string("isolation", isolation, _ISOLATIONS),
-            min_one_message,
+            arg.flag("min_one_message", min_one_message),
         )
         topic, partition = self.topic, self.partition
         records = [

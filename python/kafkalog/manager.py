@@ -143,7 +143,12 @@ class LogManager:
         if dirs is not None:
             pairs = [(k, v) for k, v in pairs if k not in ("log.dirs", "log.dir")]
             pairs.append(("log.dirs", _dirs_value(dirs)))
-        topics = {t: _config_pairs(c) for t, c in (topic_configs or {}).items()}
+        topics = {
+            _topic(t): _config_pairs(c, f"topic_configs[{t!r}]")
+            for t, c in arg.mapping("topic_configs", topic_configs or {}).items()
+        }
+        if on_progress is not None and not callable(on_progress):
+            raise InvalidArgumentTypeError(f"on_progress must be a callable or None, not {type(on_progress).__name__}")
 
         callback = None
         if on_progress is not None:
@@ -153,7 +158,7 @@ class LogManager:
                 user([DirRecoveryProgress(os.fspath(d), total, left, segments) for d, total, left, segments in raw])
 
         time_ms = arg.optional_integer("time_ms", time_ms, 0, arg.I64_MAX)
-        self._m = _native.LogManager.open(pairs, topics, scheduler, time_ms, callback)
+        self._m = _native.LogManager.open(pairs, topics, arg.flag("scheduler", scheduler), time_ms, callback)
         self._closed = False
 
     def __enter__(self) -> LogManager:
@@ -221,7 +226,8 @@ class LogManager:
         """Runs retention now on every log whose cleanup.policy is delete only (compacted logs
         are left to the cleaner, as in Kafka) and returns what each deleted and why.
         ``cap_future_timestamps`` is explained at UnifiedLog.delete_old_segments."""
-        return {(t, p): _retention_result(r) for t, p, r in self._m.run_retention(cap_future_timestamps)}
+        cap = arg.flag("cap_future_timestamps", cap_future_timestamps)
+        return {(t, p): _retention_result(r) for t, p, r in self._m.run_retention(cap)}
 
     def tick(self) -> int:
         """Runs the scheduled tasks that are due; returns the ms until the next one."""
@@ -308,7 +314,7 @@ class LogManager:
 
     def cordon_log_dir(self, path: str | os.PathLike[str], cordoned: bool = True) -> None:
         """Stops (or resumes) placing new partitions in ``path`` (KIP-1066)."""
-        self._m.cordon_log_dir(os.path.abspath(arg.path("path", path)), cordoned)
+        self._m.cordon_log_dir(os.path.abspath(arg.path("path", path)), arg.flag("cordoned", cordoned))
 
     def load_summary(self) -> list[DirLoadSummary]:
         """What start-up found in each log dir."""

@@ -284,6 +284,41 @@ def case_append_arguments(tmp: Path, snap: Snapshot) -> None:
     still_works(log, path)
 
 
+@case
+def case_flags_bytes_and_configs_of_the_wrong_type(tmp: Path, snap: Snapshot) -> None:
+    path = tmp / "orders-0"
+    wrong_type(lambda: UnifiedLog.open(path, [("segment.bytes", "1048576")]), "config", "mapping", "list")  # type: ignore[arg-type]
+    wrong_type(lambda: UnifiedLog.open(path, read_only="yes"), "read_only", "True or False")  # type: ignore[arg-type]
+    assert not path.exists()
+    log = filled(path)
+    unchanged(
+        log,
+        snap,
+        [
+            lambda: wrong_type(lambda: log.append_batch("batch"), "raw", "bytes", "str"),  # type: ignore[arg-type]
+            lambda: wrong_type(lambda: log.append_batch(5), "raw", "bytes", "int"),  # type: ignore[arg-type]
+            lambda: wrong_type(lambda: log.append_as_follower(None), "raw", "bytes"),  # type: ignore[arg-type]
+            lambda: wrong_type(lambda: log.read(0, min_one_message=1), "min_one_message", "True or False"),  # type: ignore[arg-type]
+            lambda: wrong_type(lambda: log.delete_old_segments(cap_future_timestamps=1), "cap_future_timestamps"),  # type: ignore[arg-type]
+            lambda: wrong_type(lambda: log.assign_topic_id(5), "topic_id", "int"),  # type: ignore[arg-type]
+            lambda: invalid(lambda: log.assign_topic_id("AAAAAAAAAAAAAAAAAAAAAA"), "topic_id", "22-character", "zero"),
+        ],
+    )
+    log.close()
+    d = tmp / "d"
+    wrong_type(lambda: LogManager([d], ["log.retention.hours"], scheduler=False), "config", "mapping")  # type: ignore[arg-type]
+    wrong_type(lambda: LogManager([d], topic_configs=[("t", {})], scheduler=False), "topic_configs", "mapping")  # type: ignore[arg-type]
+    wrong_type(lambda: LogManager([d], topic_configs={"t": "compact"}, scheduler=False), "topic_configs['t']", "mapping")  # type: ignore[dict-item]
+    wrong_type(lambda: LogManager([d], scheduler="no"), "scheduler", "True or False")  # type: ignore[arg-type]
+    wrong_type(lambda: LogManager([d], scheduler=False, on_progress="print"), "on_progress", "callable")  # type: ignore[arg-type]
+    assert not d.exists()
+    with LogManager([d], scheduler=False, time_ms=T0) as m:
+        wrong_type(lambda: m.cordon_log_dir(d, cordoned="yes"), "cordoned", "True or False")  # type: ignore[arg-type]
+        wrong_type(lambda: m.run_retention(cap_future_timestamps=0), "cap_future_timestamps")  # type: ignore[arg-type]
+        wrong_type(lambda: m.reconfigure_cleaner([("log.cleaner.threads", "2")]), "config", "mapping")  # type: ignore[arg-type]
+        assert [x.cordoned for x in m.log_dirs()] == [False]
+
+
 # -- compaction ---------------------------------------------------------------------------------
 
 
