@@ -306,17 +306,7 @@ impl LogManager {
         config: Option<LogConfig>,
         topic_id: Option<TopicId>,
     ) -> Result<Arc<UnifiedLog>> {
-        validate_topic_name(&tp.topic)?;
-        if tp.partition < 0 {
-            return Err(Error::invalid_argument(
-                "partition",
-                tp.partition,
-                format!("partition numbers of topic {} must not be negative: [0, {}]", tp.topic, i32::MAX),
-            ));
-        }
-        if let Some(c) = &config {
-            c.validate()?;
-        }
+        check_new_partition(tp, config.as_ref())?;
         let _creation = self.inner.creation_lock.lock();
         self.inner.check_usable()?;
         if let Some(config) = &config {
@@ -622,6 +612,20 @@ fn insert_unique(map: &mut BTreeMap<TopicPartition, Arc<UnifiedLog>>, log: Arc<U
     }
     map.insert(tp, log);
     Ok(())
+}
+
+/// The caller's part of `get_or_create_log`, checked before anything: Kafka's topic rules, a
+/// partition number that is not negative, a valid config.
+fn check_new_partition(tp: &TopicPartition, config: Option<&LogConfig>) -> Result<()> {
+    validate_topic_name(&tp.topic)?;
+    if tp.partition < 0 {
+        return Err(Error::invalid_argument(
+            "partition",
+            tp.partition,
+            format!("partition numbers of topic {} must not be negative: [0, {}]", tp.topic, i32::MAX),
+        ));
+    }
+    config.map_or(Ok(()), LogConfig::validate)
 }
 
 /// An `ENAMETOOLONG` from creating or opening `tp`'s directory (a file system whose limit
