@@ -4,9 +4,9 @@ machine, in one run (``make bench-kafka``).
 For each workload (producer batches of about 16 KiB holding 100-byte or 1 KiB records,
 uncompressed or lz4, 32 MiB in all by default):
 
-1. ``examples/bench_workload.rs write`` builds the batches (the generator of
+1. ``benches/bench_workload.rs write`` builds the batches (the generator of
    benches/log_bench.rs) into ``<scratch>/<workload>/producer.batches``;
-2. ``examples/bench_workload.rs run`` (release build) times kafkalog on them;
+2. ``benches/bench_workload.rs run`` (release build) times kafkalog on them;
 3. ``tests/interop/java/KafkaStorageBench.java`` (compiled against the Kafka 4.x jars that the
    interop tests resolve from Maven Central) times Kafka on the same file, in one JVM with
    warm-up repetitions first.
