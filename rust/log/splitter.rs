@@ -65,7 +65,20 @@ pub fn split_overflowed_segment(segment: &Arc<LogSegment>, config: &LogConfig, l
     }
     if parts.is_empty() {
         // Nothing valid to keep: an empty segment at the old base takes its place.
+        log::warn!(
+            "Found invalid messages in log segment {} at byte offset 0 while splitting it: no valid batch. \
+             Truncating the segment from {size} to 0 bytes ({size} bytes discarded)",
+            segment.path().display()
+        );
         return segment.truncate_to(segment.base_offset());
+    }
+    if valid < size {
+        log::warn!(
+            "Found invalid messages in log segment {} at byte offset {valid} while splitting it. The split \
+             segments end there ({} bytes discarded)",
+            segment.path().display(),
+            size - valid
+        );
     }
     // As Kafka does for every part: indexes trimmed with the final time-index entry, as a
     // rolled segment has them, and the old segment's modification time, which retention uses
@@ -79,7 +92,7 @@ pub fn split_overflowed_segment(segment: &Arc<LogSegment>, config: &LogConfig, l
         p.log().set_modified(mtime)?;
     }
     log::info!(
-        "split {} into {} segments at base offsets {:?}",
+        "Replacing overflowed segment {} with {} split segments at base offsets {:?}",
         segment.path().display(),
         parts.len(),
         parts.iter().map(|p| p.base_offset()).collect::<Vec<_>>()

@@ -72,7 +72,7 @@ where
     T: Send,
     F: FnOnce() -> crate::error::Result<T> + Send,
 {
-    let result = py.detach(f);
+    let result = py.detach(|| super::logging::in_call(f));
     super::logging::flush(py)?; // the call's log events reach Python's handlers before it returns
     py.check_signals()?;
     result.map_err(|e| to_py_err(py, e))

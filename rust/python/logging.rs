@@ -16,18 +16,21 @@
 //! `propagate` and handler levels), so the exact `Logger.isEnabledFor` check is repeated on
 //! delivery and an event Python would not handle is dropped there.
 //!
-//! **Delivery without deadlocks.** An event is never handed to Python on the thread that logs
-//! it: that thread may hold an engine lock that a thread holding the GIL is waiting for (a
-//! thread inside `py.detach`, a cleaner, scheduler or loader thread). Events go to a bounded
-//! queue (a short mutex, never held while waiting for the GIL or calling Python) and are
-//! delivered, oldest first, by a thread that holds the GIL and no engine lock:
-//! - every call that releases the GIL through `errors::run` delivers what is queued before it
-//!   returns (`flush`), so a call's own warnings are in the handlers when it returns;
-//! - a `kafkalog-logging` thread, started by the first event (never at import), takes the GIL
-//!   and delivers events logged while no call is returning (cleaner threads, the scheduler).
+//! **Delivery without deadlocks.** An event is never handed to Python where it is logged: the
+//! logging thread may hold an engine lock that a thread holding the GIL is waiting for (a
+//! thread inside `py.detach`, a cleaner, scheduler or loader thread). It is kept, and delivered
+//! later by a thread that holds the GIL and no engine lock:
+//! - events logged by a call from Python (inside `errors::run`, marked by `in_call`) wait in a
+//!   buffer of that thread and are delivered by the same thread before the call returns
+//!   (`flush`): a call's own warnings are in the handlers when it returns, with its thread's
+//!   name, and no other thread is involved;
+//! - events of kafkalog's own threads (cleaner, scheduler, loader threads) go to a bounded
+//!   global queue (a short mutex, never held while waiting for the GIL or calling Python),
+//!   delivered by the next call's `flush` or by a `kafkalog-logging` thread, started by the
+//!   first such event (never at import), which takes the GIL to deliver them.
 //!
-//! Deliveries are serialised by a flag (`emit`): a thread that finds another delivering waits
-//! with the GIL released, so a returning call sees the drainer's batch fully handled.
+//! Deliveries are serialised by a flag (`EMITTING`): a thread that finds another delivering
+//! waits with the GIL released, so a returning call sees the other's batch fully handled.
 //!
 //! **Shutdown and fork.** An `atexit` hook (it runs before the interpreter finalizes) delivers
 //! what is queued, stops the `kafkalog-logging` thread and joins it with the GIL released; from
@@ -81,6 +84,10 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
+    /// Depth of `in_call` on this thread: its events wait in `LOCAL` for its own `flush`.
+    static IN_CALL: Cell<u32> = const { Cell::new(0) };
+    /// The events of the call this thread is running.
+    static LOCAL: RefCell<EventQueue> = const { RefCell::new(EventQueue::new(QUEUE_CAPACITY)) };
     /// This thread is delivering events (a handler that calls back into kafkalog must not
     /// wait for itself).
     static DELIVERING: Cell<bool> = const { Cell::new(false) };
@@ -105,18 +112,47 @@ impl Log for Bridge {
         }
         ACCEPTED.fetch_add(1, Ordering::Relaxed);
         let thread = std::thread::current();
-        push(Event {
+        let event = Event {
             level: record.level(),
             target: record.target().to_string(),
             message: record.args().to_string(),
             file: record.file_static(),
             line: record.line().unwrap_or(0),
-            thread: thread.name().map(str::to_string),
+            // Threads Rust did not start (Python's) have no name here, except Rust's "main".
+            thread: thread.name().filter(|n| *n != "main").map(str::to_string),
             time: SystemTime::now(),
-        });
+        };
+        // A call's own event waits for the call's flush (`try_with`: not during TLS teardown).
+        let mut event = Some(event);
+        if IN_CALL.try_with(Cell::get).unwrap_or(0) > 0 {
+            let _ = LOCAL.try_with(|l| {
+                if let Some(e) = event.take() {
+                    if !l.borrow_mut().push(e) {
+                        DROPPED.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+        if let Some(event) = event {
+            push(event);
+        }
     }
 
     fn flush(&self) {}
+}
+
+/// Runs `f` (a call from Python, with the GIL released) so that the events it logs on this
+/// thread wait for this thread's `flush` instead of the global queue.
+pub fn in_call<T>(f: impl FnOnce() -> T) -> T {
+    struct Depth;
+    impl Drop for Depth {
+        fn drop(&mut self) {
+            IN_CALL.with(|d| d.set(d.get() - 1));
+        }
+    }
+    IN_CALL.with(|d| d.set(d.get() + 1));
+    let _depth = Depth;
+    f()
 }
 
 /// Queues `event` and wakes (or starts) the delivery thread; after shutdown, writes it to
@@ -190,7 +226,8 @@ fn drain_thread() {
 /// before it returns. A `KeyboardInterrupt` raised in a handler is returned (the call raises
 /// it); the events after it stay queued.
 pub fn flush(py: Python<'_>) -> PyResult<()> {
-    if PENDING.load(Ordering::Acquire) == 0 && !DROPPED_UNREPORTED.load(Ordering::Acquire) {
+    let local = LOCAL.try_with(|l| !l.borrow().is_empty()).unwrap_or(false);
+    if !local && PENDING.load(Ordering::Acquire) == 0 && !DROPPED_UNREPORTED.load(Ordering::Acquire) {
         return Ok(());
     }
     deliver(py)
@@ -248,27 +285,40 @@ impl Drop for EmitGuard {
     }
 }
 
-/// Delivers every queued event, in order, with the GIL held.
+/// The next event to deliver (this thread's own first, then the global queue's, each oldest
+/// first) and the number dropped from the queue it came from.
+fn next_event() -> (Option<Event>, u64) {
+    let local = LOCAL
+        .try_with(|l| {
+            let mut l = l.borrow_mut();
+            (l.pop(), l.take_dropped())
+        })
+        .unwrap_or((None, 0));
+    if local.0.is_some() || local.1 > 0 {
+        return local;
+    }
+    let mut q = QUEUE.lock();
+    let event = q.events.pop();
+    if event.is_some() {
+        PENDING.fetch_sub(1, Ordering::AcqRel);
+    }
+    (event, q.events.take_dropped())
+}
+
+/// Delivers every waiting event with the GIL held: this thread's, then the global queue's.
 fn deliver(py: Python<'_>) -> PyResult<()> {
     let Some(_guard) = EmitGuard::acquire(py) else { return Ok(()) };
     let logging = py.import("logging")?;
     loop {
-        let (event, dropped) = {
-            let mut q = QUEUE.lock();
-            let event = q.events.pop();
-            if event.is_some() {
-                PENDING.fetch_sub(1, Ordering::AcqRel);
-            }
-            (event, q.events.take_dropped())
-        };
+        let (event, dropped) = next_event();
         if dropped > 0 {
             DROPPED_UNREPORTED.store(false, Ordering::Release);
             let warning = Event {
                 level: Level::Warn,
                 target: "kafkalog::python::logging".into(),
                 message: format!(
-                    "{dropped} log events were dropped: more than {QUEUE_CAPACITY} waited for a thread \
-                     holding the GIL to deliver them"
+                    "{dropped} kafkalog log events were dropped: more than {QUEUE_CAPACITY} were waiting \
+                     to be delivered to Python"
                 ),
                 file: Some(file!()),
                 line: line!(),
@@ -277,8 +327,11 @@ fn deliver(py: Python<'_>) -> PyResult<()> {
             };
             emit_or_report(py, &logging, &warning)?;
         }
-        let Some(event) = event else { return Ok(()) };
-        emit_or_report(py, &logging, &event)?;
+        match event {
+            Some(event) => emit_or_report(py, &logging, &event)?,
+            None if dropped > 0 => {}
+            None => return Ok(()),
+        }
     }
 }
 
@@ -315,8 +368,11 @@ fn emit(py: Python<'_>, logging: &Bound<'_, PyModule>, event: &Event) -> PyResul
     record.setattr("created", at)?;
     record.setattr("msecs", (at.fract() * 1000.0).floor())?;
     record.setattr("relativeCreated", relative - (made - at) * 1000.0)?;
+    // A kafkalog thread's name (`kafka-log-cleaner-thread-0`); the record's own thread fields
+    // name the thread delivering it, so the id goes.
     if let Some(thread) = &event.thread {
         record.setattr("threadName", thread)?;
+        record.setattr("thread", py.None())?;
     }
     logger.call_method1("handle", (record,))?;
     DELIVERED.fetch_add(1, Ordering::Relaxed);

@@ -207,7 +207,7 @@ impl PyLogManager {
     /// Runs the scheduled tasks that are due; returns the ms until the next one.
     fn tick(&self, py: Python<'_>) -> i64 {
         let manager = self.inner.clone();
-        let next = py.detach(move || manager.tick());
+        let next = py.detach(move || super::logging::in_call(|| manager.tick()));
         super::logging::flush_in_infallible_call(py);
         next
     }
