@@ -10,7 +10,8 @@
 //! computed at install, and again each time `logging` clears its level caches, which
 //! `Logger.setLevel` and `logging.disable` (and so `dictConfig`, `fileConfig`, pytest's
 //! `caplog.set_level`) do: the bridge wraps `logging.Logger.manager._clear_cache` on the
-//! manager instance. Limits: a level assigned directly (`logger.level = 10`,
+//! manager instance (the recomputation walks `loggerDict` once per level change, which programs
+//! make rarely). Limits: a level assigned directly (`logger.level = 10`,
 //! `manager.disable = 0`) is seen at the next `setLevel` / `disable` anywhere; and the filter is
 //! a superset (the lowest level of all `kafkalog.*` loggers, ignoring `Logger.disabled`,
 //! `propagate` and handler levels), so the exact `Logger.isEnabledFor` check is repeated on
