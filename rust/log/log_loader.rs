@@ -158,26 +158,7 @@ fn complete_or_roll_back_replace(dir: &Path, files: &[(String, PathBuf)], result
     let min_cleaned = cleaned.iter().filter_map(|(o, _)| *o).min().unwrap_or(i64::MAX);
     let (swaps, dropped): (Vec<_>, Vec<_>) =
         swaps.into_iter().partition(|(offset, _, _)| offset.is_some_and(|o| o < min_cleaned));
-    for (_, _, path) in &dropped {
-        log::warn!(
-            "Deleting invalid swap file {} ({} bytes) minCleanedFileOffset: {min_cleaned}: an interrupted split \
-             is rolled back, the segment it was splitting is kept",
-            path.display(),
-            file_len(path)
-        );
-        delete_if_exists(path)?;
-        result.temp_files_dropped += 1;
-    }
-    for (_, path) in &cleaned {
-        log::warn!(
-            "Deleting stray .cleaned file {} ({} bytes): an interrupted clean or split is rolled back, \
-             the segments it was replacing are kept",
-            path.display(),
-            file_len(path)
-        );
-        delete_if_exists(path)?;
-        result.temp_files_dropped += 1;
-    }
+    roll_back(&dropped, &cleaned, min_cleaned, result)?;
     // The range the remaining swap segments cover: [smallest base, largest next offset).
     let mut min_swap = i64::MAX;
     let mut max_swap = i64::MIN;
@@ -189,25 +170,7 @@ fn complete_or_roll_back_replace(dir: &Path, files: &[(String, PathBuf)], result
         }
     }
     if min_swap < max_swap {
-        // Live files only: the temporary ones above are gone already.
-        let live = files.iter().filter(|(name, _)| {
-            ![SWAP_FILE_SUFFIX, CLEANED_FILE_SUFFIX, super::file_names::TMP_FILE_SUFFIX]
-                .iter()
-                .any(|s| name.ends_with(s))
-                && !is_deleted_file(name)
-        });
-        for (name, path) in live {
-            if offset_from_file_name(name).is_some_and(|o| o >= min_swap && o < max_swap) {
-                log::warn!(
-                    "Deleting segment files {} ({} bytes) that is compacted but has not been deleted yet: \
-                     the .swap segments of an interrupted replace hold offsets {min_swap} to {}",
-                    path.display(),
-                    file_len(path),
-                    max_swap - 1
-                );
-                delete_if_exists(path)?;
-            }
-        }
+        delete_superseded(files, min_swap, max_swap)?;
     }
     for (_, name, path) in &swaps {
         let target = dir.join(name.strip_suffix(SWAP_FILE_SUFFIX).unwrap_or(name));
@@ -219,6 +182,60 @@ fn complete_or_roll_back_replace(dir: &Path, files: &[(String, PathBuf)], result
         crate::util::file::fsync_dir(dir)?;
     }
     Ok(changed || !dropped.is_empty() || !cleaned.is_empty() || !swaps.is_empty())
+}
+
+/// Rolls back an interrupted clean or split: deletes the `.swap` files at or above the smallest
+/// `.cleaned` offset (`dropped`) and every `.cleaned` file.
+fn roll_back(
+    dropped: &[(Option<i64>, String, PathBuf)],
+    cleaned: &[(Option<i64>, PathBuf)],
+    min_cleaned: i64,
+    result: &mut LoadResult,
+) -> Result<()> {
+    for (_, _, path) in dropped {
+        log::warn!(
+            "Deleting invalid swap file {} ({} bytes) minCleanedFileOffset: {min_cleaned}: an interrupted split \
+             is rolled back, the segment it was splitting is kept",
+            path.display(),
+            file_len(path)
+        );
+        delete_if_exists(path)?;
+        result.temp_files_dropped += 1;
+    }
+    for (_, path) in cleaned {
+        log::warn!(
+            "Deleting stray .cleaned file {} ({} bytes): an interrupted clean or split is rolled back, \
+             the segments it was replacing are kept",
+            path.display(),
+            file_len(path)
+        );
+        delete_if_exists(path)?;
+        result.temp_files_dropped += 1;
+    }
+    Ok(())
+}
+
+/// Deletes the live files (of the listing `files`) whose offsets the remaining `.swap` segments
+/// cover, `[min_swap, max_swap)`: the segments an interrupted replace was replacing.
+fn delete_superseded(files: &[(String, PathBuf)], min_swap: i64, max_swap: i64) -> Result<()> {
+    // Live files only: the temporary ones are gone already.
+    let live = files.iter().filter(|(name, _)| {
+        ![SWAP_FILE_SUFFIX, CLEANED_FILE_SUFFIX, super::file_names::TMP_FILE_SUFFIX].iter().any(|s| name.ends_with(s))
+            && !is_deleted_file(name)
+    });
+    for (name, path) in live {
+        if offset_from_file_name(name).is_some_and(|o| o >= min_swap && o < max_swap) {
+            log::warn!(
+                "Deleting segment files {} ({} bytes) that is compacted but has not been deleted yet: \
+                 the .swap segments of an interrupted replace hold offsets {min_swap} to {}",
+                path.display(),
+                file_len(path),
+                max_swap - 1
+            );
+            delete_if_exists(path)?;
+        }
+    }
+    Ok(())
 }
 
 /// A file awaiting deletion (KRaft snapshots marked for deletion are the metadata log's to
