@@ -130,6 +130,7 @@ impl PyLogManager {
             }
         }
         let result = py.detach(|| loader.join());
+        super::logging::flush(py)?; // the recovery warnings reach Python's handlers before open returns
         let manager = match result {
             Ok(r) => r.map_err(|e| to_py_err(py, e))?,
             Err(_) => {
@@ -206,7 +207,9 @@ impl PyLogManager {
     /// Runs the scheduled tasks that are due; returns the ms until the next one.
     fn tick(&self, py: Python<'_>) -> i64 {
         let manager = self.inner.clone();
-        py.detach(move || manager.tick())
+        let next = py.detach(move || super::logging::in_call(|| manager.tick()));
+        super::logging::flush_in_infallible_call(py);
+        next
     }
 
     /// Moves a manual clock forward and runs what became due.

@@ -369,17 +369,11 @@ impl LogSegment {
         let mut count: u64 = 0;
         let mut first_ts = None;
         let mut buf = Vec::new();
+        // Why the valid prefix ends where it does, for the warning.
+        let mut invalid: Option<String> = None;
         let scan = self.log.for_each_batch(0, self.log.size(), &mut buf, |pos, batch| {
-            if pos != valid {
-                return Ok(false);
-            }
-            if batch.ensure_valid().is_err() {
-                return Ok(false);
-            }
-            // Offsets only grow within a segment, from its base offset; a batch that goes back (a
-            // damaged base offset, which the CRC does not cover) ends the valid prefix. Kafka does
-            // not check this and may serve such a batch under the wrong offsets.
-            if batch.base_offset().is_ok_and(|b| b <= last_offset || b < self.base_offset) {
+            if let Some(why) = self.recovery_problem(&batch, pos, valid, last_offset) {
+                invalid = Some(why);
                 return Ok(false);
             }
             last_offset = batch.last_offset();
@@ -400,18 +394,15 @@ impl LogSegment {
             valid += batch.size_in_bytes() as u64;
             Ok(true)
         });
-        if let Err(e) = scan {
+        match scan {
             // Framing errors (a size below the minimum, an unknown magic) end the valid prefix.
-            if !matches!(e, Error::CorruptRecord { .. }) {
-                return Err(e);
-            }
+            Err(e @ Error::CorruptRecord { .. }) => invalid = Some(e.to_string()),
+            Err(e) => return Err(e),
+            Ok(_) => {}
         }
         let truncated = self.log.size() - valid;
         if truncated > 0 {
-            log::warn!(
-                "found invalid bytes at position {valid} in {}; truncating {truncated} bytes",
-                self.path().display()
-            );
+            self.warn_invalid_tail(valid, invalid);
         }
         self.log.truncate_to(valid)?;
         self.offset_index.get_mut()?.trim_to_valid_size()?;
@@ -423,6 +414,66 @@ impl LogSegment {
         st.record_count = Some(count);
         st.rolling_based_timestamp = first_ts;
         Ok(truncated)
+    }
+
+    /// Why recovery must stop at `batch` (found at `position`, where the valid prefix ends at
+    /// `valid`), if it must: it does not follow on, it fails its checks (CRC, sizes), or its
+    /// offsets go back. Offsets only grow within a segment, from its base offset; a damaged base
+    /// offset, which the CRC does not cover, would otherwise serve the batch under the wrong
+    /// offsets (Kafka does not check this).
+    fn recovery_problem(
+        &self,
+        batch: &crate::record::records::AnyBatch<'_>,
+        position: u64,
+        valid: u64,
+        last_offset: i64,
+    ) -> Option<String> {
+        if position != valid {
+            return Some(format!("a batch at byte offset {position} does not follow the one before"));
+        }
+        if let Err(e) = batch.ensure_valid() {
+            return Some(e.to_string());
+        }
+        match batch.base_offset() {
+            Ok(b) if b < self.base_offset => {
+                Some(format!("the batch's base offset {b} is below the segment's base offset {}", self.base_offset))
+            }
+            Ok(b) if b <= last_offset => {
+                Some(format!("the batch's base offset {b} is not above the previous batch's last offset {last_offset}"))
+            }
+            _ => None,
+        }
+    }
+
+    /// Kafka's warning for a recovery that truncates, with the file, the position and the bytes.
+    fn warn_invalid_tail(&self, valid: u64, invalid: Option<String>) {
+        let reason = invalid.unwrap_or_else(|| self.describe_incomplete_batch(valid));
+        let size = self.log.size();
+        log::warn!(
+            "Found invalid messages in log segment {} at byte offset {valid}: {reason}. \
+             Truncating the segment from {size} to {valid} bytes ({} bytes discarded)",
+            self.path().display(),
+            size - valid
+        );
+    }
+
+    /// Why the bytes at `position` are not a complete batch (recovery found no invalid batch, so
+    /// the scan stopped at a batch that runs past the end of the file, or at a partial header).
+    fn describe_incomplete_batch(&self, position: u64) -> String {
+        let remaining = self.log.size().saturating_sub(position);
+        let mut header = Vec::new();
+        match self
+            .log
+            .read_into(position, 17, &mut header)
+            .map(|n| crate::record::records::next_batch_size(&header[..n]))
+        {
+            Ok(Ok(Some(size))) => {
+                format!("a batch of {size} bytes starts there, but only {remaining} bytes remain (a torn write or a damaged size)")
+            }
+            Ok(Ok(None)) => format!("the last {remaining} bytes are too few for a batch header (a torn write)"),
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => format!("the bytes there cannot be read ({e})"),
+        }
     }
 
     /// Truncates everything at or above `offset` (`LogSegment.truncateTo`); returns the bytes
