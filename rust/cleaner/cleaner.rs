@@ -266,7 +266,7 @@ impl Cleaner {
         while position < size {
             check()?;
             let n = self.bufs.read_chunk(segment, position, size)?;
-            self.throttler.maybe_throttle(n as f64);
+            stats.add_throttled(self.throttler.maybe_throttle(n as f64));
             let mut iter = BatchIter::new(&self.bufs.read[..n]);
             for item in iter.by_ref() {
                 let (at, batch) = item.map_err(|e| e.in_file(&path, position))?;
@@ -414,7 +414,7 @@ impl Cleaner {
                 return Ok(Filled::Unchanged);
             }
             let copied = self.bufs.copy_prefix(&group[0], cleaned, unwritten)?;
-            self.throttler.maybe_throttle(copied as f64);
+            stats.add_throttled(self.throttler.maybe_throttle(copied as f64));
         }
         if !aborted.is_empty() {
             let mut bytes = Vec::with_capacity(aborted.len() * AbortedTxn::SIZE);
@@ -460,7 +460,7 @@ impl Cleaner {
         while position < size {
             (round.check)()?;
             let n = self.bufs.read_chunk(source, position, size)?;
-            self.throttler.maybe_throttle(n as f64);
+            stats.add_throttled(self.throttler.maybe_throttle(n as f64));
             self.bufs.out.clear();
             let bufs = &mut self.bufs;
             let result = filter
@@ -480,13 +480,13 @@ impl Cleaner {
                     // The first change: what came before goes out as it was, then this chunk.
                     output.deferred = None;
                     let copied = self.bufs.copy_prefix(source, dest, chunk_start)?;
-                    self.throttler.maybe_throttle(copied as f64);
+                    stats.add_throttled(self.throttler.maybe_throttle(copied as f64));
                 }
             }
             let bufs = &mut self.bufs;
             if !bufs.out.is_empty() {
                 dest.append(result.max_offset, &bufs.out, result.messages_retained)?;
-                self.throttler.maybe_throttle(bufs.out.len() as f64);
+                stats.add_throttled(self.throttler.maybe_throttle(bufs.out.len() as f64));
                 let written = dest.size();
                 if written - output.writeback_from >= WRITEBACK_BYTES {
                     dest.log().start_writeback(output.writeback_from, written);

@@ -32,4 +32,5 @@ mod model;
 mod reopen;
 mod retention;
 mod segment;
+mod throttle;
 mod unified_log;
