@@ -321,6 +321,11 @@ impl Cleaner {
             position += valid;
             stats.map_bytes_read += valid;
             if valid == 0 {
+                if self.bufs.is_torn_tail(segment, position, n) {
+                    // Not records: every read skips them, and so does the map.
+                    segment.check_torn_tail(position)?;
+                    break;
+                }
                 self.bufs.grow_or_fail(segment, position, max_message_bytes, n)?;
             }
         }
@@ -494,6 +499,20 @@ impl Cleaner {
                 }
             }
             if n > 0 && result.bytes_read == 0 {
+                if self.bufs.is_torn_tail(source, position, n) {
+                    source.check_torn_tail(position)?;
+                    if output.deferred.is_none() {
+                        log::warn!(
+                            "Cleaner {}: the cleaned segment {} leaves out the {} bytes after position {position} of \
+                             {}, which do not form a complete record batch",
+                            self.id,
+                            dest.path().display(),
+                            size - position,
+                            path.display()
+                        );
+                    }
+                    break;
+                }
                 self.bufs.grow_or_fail(source, position, max_message_bytes, n)?;
             }
         }
