@@ -276,21 +276,18 @@ impl LogSegment {
     /// with a torn tail is not appended to.
     pub fn check_torn_tail(&self, position: u64) -> Result<()> {
         let cached = self.torn_tail_verdict.lock().as_ref().filter(|(at, _)| *at == position).map(|(_, v)| v.clone());
-        let verdict = match cached {
-            Some(v) => v,
-            None => {
-                let v = self.damaged_length(position)?;
-                *self.torn_tail_verdict.lock() = Some((position, v.clone()));
-                v
-            }
+        let verdict = if let Some(v) = cached {
+            v
+        } else {
+            let v = self.damaged_length(position)?;
+            *self.torn_tail_verdict.lock() = Some((position, v.clone()));
+            v
         };
-        match verdict {
-            Some(reason) => Err(Error::corrupt(position, reason).in_file(&self.path(), 0)),
-            None => {
-                self.log.report_torn_tail(position, self.log.size());
-                Ok(())
-            }
+        if let Some(reason) = verdict {
+            return Err(Error::corrupt(position, reason).in_file(&self.path(), 0));
         }
+        self.log.report_torn_tail(position, self.log.size());
+        Ok(())
     }
 
     /// Why the batch at `position`, whose length runs past the end of the data, is a damaged
