@@ -553,6 +553,7 @@ impl LogSegment {
             let max = ti.max_index_size();
             ti.resize(max)?;
         }
+        crate::index::transaction_index::truncate_to(&self.txn_index_path(), offset)?;
         // As in Kafka, an empty segment restarts its creation time even when nothing was cut.
         let truncated = match mapping {
             // Truncating to the base offset empties the segment whatever offsets it holds.

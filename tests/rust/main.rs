@@ -33,4 +33,5 @@ mod reopen;
 mod retention;
 mod segment;
 mod throttle;
+mod txn_index;
 mod unified_log;
