@@ -101,6 +101,7 @@ class LogManager:
         start_scheduler: bool,
         mock_time_ms: int | None,
         progress: Any | None,
+        lock_timeout_ms: int,
     ) -> LogManager: ...
     def get_or_create_log(
         self, topic: str, partition: int, config: list[tuple[str, str]] | None, topic_id: str | None
