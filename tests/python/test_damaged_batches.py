@@ -15,6 +15,7 @@ An older segment lies below the recovery point, so nothing repairs it when the l
 
 from __future__ import annotations
 
+import logging
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -110,12 +111,13 @@ ALL = list(range(SEGMENTS * BATCHES * PER_BATCH))
 @pytest.mark.parametrize("read_only", [False, True])
 @pytest.mark.parametrize("cut", [cut_inside_first_batch, cut_inside_second_batch])
 def test_a_torn_tail_is_skipped_by_every_read_path(
-    tmp_path: Path, cut: Callable[[Path], set[int]], read_only: bool
+    tmp_path: Path, cut: Callable[[Path], set[int]], read_only: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = build(tmp_path / "t-0")
     lost = cut(path)
     size = middle_segment(path).stat().st_size
     intact = [o for o in ALL if o not in lost]
+    caplog.set_level(logging.WARNING, logger="kafkalog")
     with UnifiedLog.open(path, CONFIG, read_only=read_only) as log:
         assert (log.log_start_offset, log.log_end_offset) == (0, len(ALL))
         for path_name, got in offsets_of(log).items():
@@ -128,11 +130,15 @@ def test_a_torn_tail_is_skipped_by_every_read_path(
             else:
                 assert (records[0].offset, records[0].value) == (o, value(o)), f"read({o})"
     assert middle_segment(path).stat().st_size == size, "reads (and the open) left the damage in place"
+    warnings = [r.getMessage() for r in caplog.records if "do not form a complete record batch" in r.getMessage()]
+    torn_at = batch_spans(middle_segment(path))[0 if cut is cut_inside_first_batch else 1][0]
+    assert len(warnings) == 1, "warned once per file"
+    assert str(middle_segment(path)) in warnings[0] and f"{size - torn_at} bytes at position {torn_at}" in warnings[0]
 
 
 @pytest.mark.parametrize("cut", [cut_inside_first_batch, cut_inside_second_batch])
 def test_the_cleaner_keeps_the_complete_batches_of_a_torn_segment(
-    tmp_path: Path, cut: Callable[[Path], set[int]]
+    tmp_path: Path, cut: Callable[[Path], set[int]], caplog: pytest.LogCaptureFixture
 ) -> None:
     path = build(tmp_path / "t-0")
     lost = cut(path)
@@ -140,9 +146,12 @@ def test_the_cleaner_keeps_the_complete_batches_of_a_torn_segment(
     # The clean range ends at the active segment (60); what a clean of the intact records keeps.
     latest = {key(o): o for o in intact if o < 60}
     expected = sorted(set(latest.values()) | {o for o in intact if o >= 60})
+    caplog.set_level(logging.WARNING, logger="kafkalog")
     with UnifiedLog.open(path, CONFIG) as log:
         result = log.compact_now(time_ms=T0 + 1_000)
         assert result.end_offset == 60
+        left_out = [r.getMessage() for r in caplog.records if "leaves out the" in r.getMessage()]
+        assert len(left_out) == 1 and str(middle_segment(path)) in left_out[0], left_out
         for path_name, got in offsets_of(log).items():
             assert got == expected, path_name
         assert all(r.value == value(r.offset) for r in log.records())
@@ -230,7 +239,9 @@ def test_a_batch_length_running_past_the_end_with_data_after_it_is_damage(
 
 
 @pytest.mark.parametrize("read_only", [True, False])
-def test_an_index_entry_pointing_past_its_offset_does_not_skip_records(tmp_path: Path, read_only: bool) -> None:
+def test_an_index_entry_pointing_past_its_offset_does_not_skip_records(
+    tmp_path: Path, read_only: bool, caplog: pytest.LogCaptureFixture
+) -> None:
     """The first .index entry of a segment names the last offset of the batch at its position
     (23 here); set to 0, a lookup of offsets 0-22 would start at that batch and pass over
     them (Kafka trusts its index here too). The batch found there starts after the
@@ -248,9 +259,14 @@ def test_an_index_entry_pointing_past_its_offset_does_not_skip_records(tmp_path:
     assert relative == 23 and position > 0
     struct.pack_into(">i", data, 0, 0)
     index.write_bytes(bytes(data))
+    caplog.set_level(logging.WARNING, logger="kafkalog")
     with UnifiedLog.open(path, config, read_only=read_only) as log:
         everything = list(range(121))
         for path_name, got in offsets_of(log).items():
             assert got == everything, path_name
         for o in range(120):
             assert (log.read(o, 1).records[0].value) == value(o), f"read({o})"
+    warnings = [r.getMessage() for r in caplog.records if "Found a corrupted index file" in r.getMessage()]
+    assert len(warnings) == 1 and str(index) in warnings[0], warnings
+    assert f"the entry for offset {int(index.name[:20])} at position {position}" in warnings[0], warnings
+    assert "the record batch there starts at offset" in warnings[0], warnings
