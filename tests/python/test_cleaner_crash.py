@@ -9,17 +9,18 @@
     The directory fsync that ends a replace is not covered: the seam matches path prefixes, so a
     rule on the directory fires first on the ``.cleaned`` files' own fsyncs.
 (b) A child (cleaner_crash_child.py) appends and cleans in a loop and is SIGKILLed at random
-    moments (after a seeded number of rounds it announces, so every run does that much work on
-    any machine, then after a short random delay: the kill moment is the only thing left to
-    timing, and no check depends on it); each reopen must serve every record exactly as written at its offset, every key's
-    last record (unless it is a tombstone, in which case all of the key may be gone), no
-    ``.cleaned`` / ``.swap`` files, and ``.log`` files kafka-python decodes. Kills:
+    moments: it announces a seeded number of rounds (so every run does that much work on any
+    machine) and the kill follows after a short random delay; the kill moment is the only thing
+    left to timing and no check depends on it. Each reopen must serve every record exactly as
+    written at its offset, every key's last record (unless it is a tombstone, in which case all
+    of the key may be gone), no ``.cleaned`` / ``.swap`` files, and ``.log`` files kafka-python
+    decodes. Kills:
     KAFKALOG_CLEANER_CRASH_KILLS (default 20; 500 for a soak), seed KAFKALOG_CLEANER_CRASH_SEED.
 (c) Readers (read() and to_arrow() in threads) while compact_now runs in another thread: every
     read sees increasing offsets and, at every offset, the record written there. The threads
-    meet through events (each reader has read once before the cleans start; the writer waits for
-    the first clean half-way; the cleans start once the readers run, and each reader reads at
-    least once), so how much they overlap varies but no check depends on it.
+    meet through a barrier and an event (the cleans start once the readers run, each reader
+    reads at least once, the writer waits half-way for the first clean), so how much they
+    overlap varies but no check depends on it.
 """
 
 from __future__ import annotations
