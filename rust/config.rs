@@ -1016,6 +1016,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::util::proptest_config())]
+
         /// Any sequence of `set` calls either leaves the config unchanged (on error) or yields a
         /// config that reads back from its own `to_props`.
         #[test]

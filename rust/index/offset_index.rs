@@ -557,7 +557,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
+        #![proptest_config(ProptestConfig { cases: 64, ..crate::util::proptest_config() })]
         #[test]
         fn behaves_like_a_sorted_map(ops in proptest::collection::vec(op_strategy(), 1..120)) {
             let dir = TempDir::new().unwrap();

@@ -546,7 +546,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::test_runner::Config::with_cases(64))]
+        #![proptest_config(proptest::test_runner::Config { cases: 64, ..crate::util::proptest_config() })]
         #[test]
         fn behaves_like_a_sorted_map(ops in proptest::collection::vec(op_strategy(), 1..100)) {
             let dir = TempDir::new().unwrap();

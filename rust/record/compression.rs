@@ -781,6 +781,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::util::proptest_config())]
+
         #[test]
         fn never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300), limit in 0usize..5000,
                         seed in prop::collection::vec(0u8..4, 0..3000), magic in 0u8..3,

@@ -787,6 +787,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::util::proptest_config())]
+
         #[test]
         fn fuzz_random_bytes_never_panic(buf in proptest::collection::vec(any::<u8>(), 0..200)) {
             exercise(&buf);

@@ -3,8 +3,9 @@ fetch-deps.sh) against kafkalog, in both directions.
 
 - ``kafka_jars`` (session): the resolved jar folder and the compiled java/ helpers.
 - ``kafka_broker``: a factory; ``kafka_broker()`` formats and starts a single-node KRaft
-  broker on free 127.0.0.1 ports in a fresh temp dir. Teardown always kills a broker the test
-  left running, even when the test failed.
+  broker on reserved free 127.0.0.1 ports (kafka_harness.PortReservation) in a fresh temp dir,
+  with a cluster id derived from the test's id. Teardown always kills a broker the test left
+  running, even when the test failed, and frees its ports.
 - ``dump_log_segments``: runs org.apache.kafka.tools.DumpLogSegments on files.
 
 Every test here gets the ``interop`` marker. ``make test`` runs them; ``make test-interop``
@@ -70,7 +71,8 @@ def kafka_broker(
 
     def start(overrides: dict[str, str] | None = None) -> KafkaBroker:
         work = tmp_path_factory.mktemp("kafka-broker")
-        broker = KafkaBroker(kafka_jars, work, overrides)
+        # The cluster id and the ports' search start come from the test's id: repeatable.
+        broker = KafkaBroker(kafka_jars, work, overrides, name=f"{request.node.nodeid} broker {len(brokers)}")
         brokers.append(broker)
         broker.start()
         return broker
@@ -80,8 +82,7 @@ def kafka_broker(
     finally:
         failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
         for broker in brokers:
-            if broker.running:
-                broker.kill()
+            broker.release()
             if failed:
                 print(f"\n[broker {broker.bootstrap} in {broker.work_dir}]\n{broker.log_tail(20)}")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import fcntl
 import hashlib
 import os
 import re
@@ -17,7 +18,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-import uuid
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -44,6 +44,12 @@ BENCH_JVM_OPTS = [
     "-Djava.awt.headless=true",
     "-Dlog4j2.level=WARN",
 ]
+
+
+#: How long the harness waits for something the broker or a tool does before it fails. Only a
+#: hang guard: every wait polls for the state it needs, so a slow but healthy run (a loaded
+#: machine, a JVM start ten times slower than usual) never reaches it.
+HANG_GUARD_S = 300.0
 
 
 class HarnessError(RuntimeError):
@@ -116,7 +122,7 @@ class KafkaJars:
     def classpath(self) -> str:
         return f"{self.lib}/*{os.pathsep}{self.classes}"
 
-    def java(self, main: str, *args: str, timeout: float = 120, jvm_opts: Sequence[str] = TOOL_JVM_OPTS):
+    def java(self, main: str, *args: str, timeout: float = HANG_GUARD_S, jvm_opts: Sequence[str] = TOOL_JVM_OPTS):
         """Runs ``main`` on the Kafka classpath; returns the CompletedProcess (text)."""
         return subprocess.run(
             ["java", *jvm_opts, "-cp", self.classpath, main, *args],
@@ -131,19 +137,78 @@ class KafkaJars:
 # -- the broker -----------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+#: Broker ports come from outside the kernel's ephemeral range, so no outgoing connection (a
+#: client, the broker's own) can take one between the harness choosing it and the broker
+#: binding it; each is held under a lock file here for the broker's life, so concurrent test
+#: sessions on one machine never pick the same one; and a port must be free to bind when
+#: chosen. (A broker has to bind its ports itself, so a socket cannot be handed over.)
+PORT_LOCKS = Path(tempfile.gettempdir()) / "kafkalog-interop-ports"
 
 
-def random_cluster_id() -> str:
-    """Kafka's Uuid.randomUuid().toString(): 16 random bytes, base64url without padding. Like
-    Kafka, it never starts with '-' (the storage tool would read such an id as an option)."""
+def _port_range() -> range:
+    """Ports no connect() or bind(0) hands out: below the ephemeral range if there is room
+    there, else above it."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999  # Linux's default
+    if low - 20000 >= 1000:
+        return range(20000, low)
+    if 65535 - high >= 1000:
+        return range(high + 1, 65536)
+    return range(10000, 65536)  # no room outside: the lock and the bind check still apply
+
+
+class PortReservation:
+    """``count`` loopback TCP ports, reserved until :meth:`release`: each was free to bind (as
+    the broker binds, with SO_REUSEADDR) and is locked (flock) against other harness sessions.
+    The search starts at a place derived from ``name``, so a test gets the same ports run after
+    run unless they are taken."""
+
+    def __init__(self, count: int, name: str) -> None:
+        PORT_LOCKS.mkdir(parents=True, exist_ok=True)
+        ports = _port_range()
+        start = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big") % len(ports)
+        self.ports: list[int] = []
+        self._locks: list[int] = []
+        for i in range(len(ports)):
+            port = ports[(start + i) % len(ports)]
+            if self._try(port):
+                self.ports.append(port)
+                if len(self.ports) == count:
+                    return
+        self.release()
+        raise HarnessError(f"no {count} free ports in {ports}")
+
+    def _try(self, port: int) -> bool:
+        fd = os.open(PORT_LOCKS / f"{port}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(("127.0.0.1", port))
+        except OSError:
+            os.close(fd)  # locked by another session, or in use
+            return False
+        self._locks.append(fd)
+        return True
+
+    def release(self) -> None:
+        for fd in self._locks:
+            os.close(fd)
+        self._locks.clear()
+
+
+def cluster_id_for(name: str) -> str:
+    """A cluster id derived from ``name`` (the test's id), so a run is repeatable: Kafka's
+    Uuid form (16 bytes, base64url without padding) that, like Kafka's Uuid.randomUuid, never
+    starts with '-' (the storage tool would read such an id as an option)."""
+    digest = hashlib.sha256(name.encode()).digest()
     while True:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = base64.urlsafe_b64encode(digest[:16]).decode().rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
+        digest = hashlib.sha256(digest).digest()
 
 
 LOG4J2_CONFIG = """\
@@ -162,18 +227,21 @@ class KafkaBroker:
     """A single-node KRaft broker (combined broker+controller) on 127.0.0.1.
 
     ``work_dir`` holds server.properties, log4j2.properties, server.log (the broker's log4j
-    output) and console.log (its stdout/stderr); ``log_dir`` is the data directory."""
+    output) and console.log (its stdout/stderr); ``log_dir`` is the data directory. ``name``
+    (the test's id; the work dir's name by default) fixes the cluster id and where the search
+    for free ports starts. The ports stay reserved until :meth:`release`."""
 
-    def __init__(self, jars: KafkaJars, work_dir: Path, overrides: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, jars: KafkaJars, work_dir: Path, overrides: dict[str, str] | None = None, name: str | None = None
+    ) -> None:
         self.jars = jars
         self.work_dir = work_dir
         self.log_dir = work_dir / "data"
-        self.port = free_port()
-        self.controller_port = free_port()
-        while self.controller_port == self.port:
-            self.controller_port = free_port()
+        name = work_dir.name if name is None else name
+        self._ports = PortReservation(2, name)
+        self.port, self.controller_port = self._ports.ports
         self.bootstrap = f"127.0.0.1:{self.port}"
-        self.cluster_id = random_cluster_id()
+        self.cluster_id = cluster_id_for(name)
         self.server_log = work_dir / "server.log"
         self.console_log = work_dir / "console.log"
         self.properties_file = work_dir / "server.properties"
@@ -230,7 +298,7 @@ class KafkaBroker:
         if proc.returncode != 0:
             raise HarnessError(f"kafka-storage format failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
 
-    def start(self, timeout: float = 90) -> None:
+    def start(self, timeout: float = HANG_GUARD_S) -> None:
         if self.proc is not None and self.proc.poll() is None:
             raise HarnessError("broker already running")
         if not (self.log_dir / "meta.properties").exists():
@@ -297,7 +365,7 @@ class KafkaBroker:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self, timeout: float = 60) -> int:
+    def stop(self, timeout: float = HANG_GUARD_S) -> int:
         """Clean shutdown: SIGTERM (what kafka-server-stop.sh sends) and wait. A broker still
         alive after ``timeout`` is killed and HarnessError raised. Returns the exit code."""
         if self.proc is None:
@@ -317,8 +385,14 @@ class KafkaBroker:
             return 0
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait(30)
+            self.proc.wait(HANG_GUARD_S)
         return self._reap()
+
+    def release(self) -> None:
+        """Kills the broker if it runs and frees its ports (fixture teardown)."""
+        if self.running:
+            self.kill()
+        self._ports.release()
 
     def _reap(self) -> int:
         assert self.proc is not None
@@ -355,7 +429,7 @@ def create_topic(broker: KafkaBroker, topic: str, config: dict[str, str]) -> Non
     admin = _kafka().KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30000)
     try:
         admin.create_topics([_kafka().admin.NewTopic(topic, 1, 1, topic_configs=config)], timeout_ms=30000)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_GUARD_S
         while topic not in admin.list_topics():
             assert time.monotonic() < deadline, f"topic {topic} not visible"
             time.sleep(0.1)
@@ -412,7 +486,7 @@ def consume_all(broker: KafkaBroker, topic: str, partition: int = 0, **consumer_
         consumer.seek_to_beginning(tp)
         end = consumer.end_offsets([tp])[tp]
         rows = []
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_GUARD_S
         while consumer.position(tp) < end:
             assert time.monotonic() < deadline, f"consumer stuck at {consumer.position(tp)} of {end}"
             for recs in consumer.poll(timeout_ms=500).values():
@@ -481,7 +555,7 @@ class DumpResult:
         return bad
 
 
-def dump_log_segments(jars: KafkaJars, files: Iterable[Path], *options: str, timeout: float = 180) -> DumpResult:
+def dump_log_segments(jars: KafkaJars, files: Iterable[Path], *options: str, timeout: float = HANG_GUARD_S) -> DumpResult:
     """Runs Kafka's DumpLogSegments (kafka-dump-log.sh) on ``files`` with ``options``."""
     names = [str(f) for f in files]
     for n in names:
@@ -649,7 +723,7 @@ def read_segments_with_kafka(jars: KafkaJars, files: Iterable[Path]) -> tuple[di
     """Decodes .log files with Kafka's FileRecords (CRC-checked). Returns file -> batches, each
     with records (offset, timestamp, key, value, headers), and file -> trailing bytes."""
     names = [str(f) for f in files]
-    proc = jars.java("SegmentRecords", *names, timeout=180)
+    proc = jars.java("SegmentRecords", *names, timeout=HANG_GUARD_S)
     if proc.returncode != 0:
         raise HarnessError(f"SegmentRecords failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     batches: dict[str, list[JavaBatch]] = {}

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import kafkalog
-from kafka_harness import KafkaBroker, _kafka, consume_all, create_topic
+from kafka_harness import HANG_GUARD_S, KafkaBroker, _kafka, consume_all, create_topic
 
 DAY_MS = 86_400_000
 DELETE_HORIZON_FLAG = 0x40  # DefaultRecordBatch.DELETE_HORIZON_FLAG_MASK, attributes bit 6
@@ -179,9 +179,11 @@ def test_kafkalog_reads_topic_compacted_by_kafka_cleaner(kafka_broker, dump_log_
 
     # Kafka's cleaner cleans everything below the active segment: its checkpoint reaches the
     # active segment's base offset.
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_GUARD_S
     while (cp := cleaner_checkpoint(broker, topic)) is None or cp < active_base:
-        assert time.monotonic() < deadline, f"Kafka's cleaner did not clean within 60 s (checkpoint {cp})\n{broker.log_tail()}"
+        assert time.monotonic() < deadline, (
+            f"Kafka's cleaner did not clean within {HANG_GUARD_S} s (checkpoint {cp})\n{broker.log_tail()}"
+        )
         time.sleep(0.2)
     assert cp == active_base
 
@@ -283,7 +285,10 @@ def test_kafkalog_keeps_acknowledged_records_after_sigkill_mid_produce(kafka_bro
     producer = _kafka().KafkaProducer(
         bootstrap_servers=broker.bootstrap, acks="all", compression_type="gzip", linger_ms=2, batch_size=2048,
         max_in_flight_requests_per_connection=1, enable_idempotence=False, retries=0,
-        request_timeout_ms=2000, delivery_timeout_ms=4000, max_block_ms=3000, reconnect_backoff_max_ms=200,
+        # Long enough that no request times out before the kill on a loaded machine (with
+        # retries=0 a timed-out record the broker did write would shift the offsets), short
+        # enough that the records sent to the dead broker fail soon after it.
+        request_timeout_ms=10000, delivery_timeout_ms=12000, max_block_ms=3000, reconnect_backoff_max_ms=200,
     )
 
     def on_ack(i: int, key: bytes, value: bytes):
@@ -317,18 +322,27 @@ def test_kafkalog_keeps_acknowledged_records_after_sigkill_mid_produce(kafka_bro
     t0 = time.monotonic()
     thread.start()
     try:
-        deadline = time.monotonic() + 20
-        while len(acked) < 2000:
+        # Kill once 2000 records are acknowledged and some sent ones are not: checked and killed
+        # under the lock, so no acknowledgement lands in between (the deadline is a hang guard).
+        deadline = time.monotonic() + HANG_GUARD_S
+        while True:
+            with lock:
+                unacked_at_kill = len(sent) - len(acked)
+                if len(acked) >= 2000 and unacked_at_kill > len(errors):
+                    broker.kill()  # mid-produce: the producer is still sending
+                    sent_after_kill = len(sent)
+                    break
             assert time.monotonic() < deadline and thread.is_alive(), f"only {len(acked)} acks\n{broker.log_tail()}"
             time.sleep(0.01)
-        broker.kill()  # mid-produce: the producer is still sending
-        with lock:
-            unacked_at_kill = len(sent) - len(acked)
-        time.sleep(0.5)
+        # A record sent to the dead broker can never be acknowledged: its failure (the
+        # connection is gone, or delivery_timeout_ms passes) guarantees the errors below.
+        while len(sent) <= sent_after_kill and not errors:
+            assert time.monotonic() < deadline and thread.is_alive(), "the producer stopped sending at the kill"
+            time.sleep(0.01)
     finally:
         stop.set()
-        thread.join(10)
-        producer.close(timeout=15)  # pending batches expire after delivery_timeout_ms
+        thread.join(HANG_GUARD_S)
+        producer.close(timeout=HANG_GUARD_S)  # waits for the pending batches to fail
     assert unacked_at_kill > 0 and errors, "test set-up: the producer should still be sending at the kill"
 
     with lock:

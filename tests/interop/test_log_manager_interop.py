@@ -27,6 +27,7 @@ import json
 import pickle
 import random
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -38,7 +39,7 @@ import pytest
 
 import kafkalog
 import kafka_harness
-from kafka_harness import TOOL_JVM_OPTS, HarnessError, KafkaBroker, KafkaJars, LOG4J2_CONFIG, _kafka
+from kafka_harness import HANG_GUARD_S, TOOL_JVM_OPTS, HarnessError, KafkaBroker, KafkaJars, LOG4J2_CONFIG, _kafka
 from kafkalog import Record, checkpoints
 from kafkalog.exceptions import LogDirLockedError
 
@@ -147,7 +148,7 @@ def create_topic(broker: KafkaBroker, topic: str, partitions: int, config: dict[
     admin = k.KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30000)
     try:
         admin.create_topics([k.admin.NewTopic(topic, partitions, 1, topic_configs=config)], timeout_ms=30000)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_GUARD_S
         while topic not in admin.list_topics():
             assert time.monotonic() < deadline, f"topic {topic} not visible"
             time.sleep(0.1)
@@ -288,7 +289,8 @@ def brokers(kafka_jars: KafkaJars, tmp_path_factory: pytest.TempPathFactory, req
     made: list[KafkaBroker] = []
 
     def new(overrides: dict[str, str] | None = None) -> KafkaBroker:
-        b = KafkaBroker(kafka_jars, tmp_path_factory.mktemp("lm-broker"), overrides)
+        name = f"{request.node.nodeid} broker {len(made)}"  # the cluster id and ports come from it
+        b = KafkaBroker(kafka_jars, tmp_path_factory.mktemp("lm-broker"), overrides, name=name)
         made.append(b)
         return b
 
@@ -297,8 +299,7 @@ def brokers(kafka_jars: KafkaJars, tmp_path_factory: pytest.TempPathFactory, req
     finally:
         failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
         for b in made:
-            if b.running:
-                b.kill()
+            b.release()
             if failed:
                 print(f"\n[broker {b.bootstrap} in {b.work_dir}]\n{b.log_tail(30)}")
 
@@ -322,7 +323,8 @@ for partition, codec, rows in appends:
     ends[partition] = log.log_end_offset
 m.flush()
 print(json.dumps({"had_clean_shutdown": summary.had_clean_shutdown, "ends": ends}), flush=True)
-time.sleep(600)
+while True:
+    time.sleep(3600)  # until the parent's SIGKILL
 """
 
 
@@ -350,15 +352,17 @@ def kafkalog_append_flush_and_sigkill(
     )
     try:
         assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], HANG_GUARD_S)
+        assert ready, f"the kafkalog writer printed nothing within {HANG_GUARD_S}s"
         line = proc.stdout.readline()
         if not line:
-            proc.wait(30)
+            proc.wait(HANG_GUARD_S)
             raise AssertionError(f"kafkalog writer exited with {proc.returncode}:\n{proc.stderr.read() if proc.stderr else ''}")
         report: dict = json.loads(line)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
+        proc.wait(HANG_GUARD_S)
         if proc.stdout:
             proc.stdout.close()
         if proc.stderr:
@@ -602,7 +606,7 @@ def test_lock_excludes_kafka_and_kafkalog(kafka_broker):
     with kafkalog.LogManager([data], manager_config(broker), scheduler=False):
         watch = LogWatch(broker)
         with pytest.raises(HarnessError, match="broker exited with 1"):
-            broker.start(timeout=60)
+            broker.start()
         lock_errors = [line for line in watch.text().splitlines() if "Failed to acquire lock on file .lock in" in line]
         assert lock_errors, "the broker died without Kafka's lock error:\n" + broker.log_tail()
         assert all(

@@ -1,12 +1,14 @@
 """Child process for test_cleaner_crash: appends keyed records to a compacted log and cleans it
 in a loop until it is killed with SIGKILL.
 
-    python cleaner_crash_child.py <partition_dir> <seed>
+    python cleaner_crash_child.py <partition_dir> <seed> <rounds>
 
 Prints ``ready`` once the log is open (after its recovery), then loops: append a batch, maybe
 roll, and most of the time ``compact_now`` with a random offset-map size (tiny maps mean many
-passes, many replaces). Kills therefore land mostly inside a clean: while building the map,
-writing ``.cleaned`` segments, or in the middle of the crash-safe replace.
+passes, many replaces). After ``<rounds>`` rounds of the loop it prints ``rounds`` (and goes on),
+so the parent kills it after a known amount of work, however fast or slow the machine is. Kills
+land mostly inside a clean: while building the map, writing ``.cleaned`` segments, or in the
+middle of the crash-safe replace.
 
 Record contents are a pure function of the offset (:func:`content`), so the parent knows what
 every offset held without any status file: a record served at offset o must be ``content(o)``,
@@ -44,14 +46,19 @@ def clean_time(log_end_offset: int) -> int:
     return T0 + 1_000_000 + log_end_offset * 40
 
 
-def run(path: str, seed: int) -> None:
+def run(path: str, seed: int, announce_after_rounds: int) -> None:
     from kafkalog import Record, UnifiedLog
 
     rng = random.Random(seed)
     log = UnifiedLog.open(path, CONFIG)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
+    done = 0
     while True:
+        if done == announce_after_rounds:
+            sys.stdout.write("rounds\n")
+            sys.stdout.flush()
+        done += 1
         first = log.log_end_offset
         n = rng.randint(1, 30)
         records = [Record(*content(o)[:2], timestamp=content(o)[2]) for o in range(first, first + n)]
@@ -69,6 +76,6 @@ def run(path: str, seed: int) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: cleaner_crash_child.py <partition_dir> <seed>")
-    run(sys.argv[1], int(sys.argv[2]))
+    if len(sys.argv) != 4:
+        sys.exit("usage: cleaner_crash_child.py <partition_dir> <seed> <rounds>")
+    run(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

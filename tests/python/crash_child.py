@@ -1,10 +1,12 @@
 """Child process for test_crash_recovery: a LogManager under load, killed with SIGKILL.
 
-    python crash_child.py <log_dir> <seed> <status_file>
+    python crash_child.py <log_dir> <seed> <status_file> <ops>
 
 Prints ``opening``, opens ``log_dir`` with a LogManager (no scheduler thread), gets or creates
 the partitions of :data:`PARTITIONS`, prints ``ready`` and then, until it is killed, picks at random (seeded):
-append a batch, roll, flush, run retention, delete records, tick.
+append a batch, roll, flush, run retention, delete records, tick. After ``<ops>`` of those it
+prints ``ops`` (and goes on), so the parent kills it after a known amount of work, however fast
+or slow the machine is.
 
 Every record encodes where it belongs: its value is ``<topic>-<partition>:<offset>``, its key
 ``k<offset>`` and its timestamp ``T0 + offset``, so a reader can check any record it is served.
@@ -95,7 +97,7 @@ def write_status_durably(path: str, status: dict[str, dict[str, int]]) -> None:
         os.close(dir_fd)
 
 
-def run(log_dir: str, seed: int, status_path: str) -> None:
+def run(log_dir: str, seed: int, status_path: str, announce_after_ops: int) -> None:
     # Imported here so that importing this module for its constants stays cheap.
     from kafkalog import LogManager, Record
 
@@ -118,7 +120,12 @@ def run(log_dir: str, seed: int, status_path: str) -> None:
             status[key][name] = offset
         write_status_durably(status_path, status)
 
+    done = 0
     while True:
+        if done == announce_after_ops:
+            sys.stdout.write("ops\n")
+            sys.stdout.flush()
+        done += 1
         tp = rng.choice(PARTITIONS)
         log = logs[tp]
         op = rng.random()
@@ -149,6 +156,6 @@ def run(log_dir: str, seed: int, status_path: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
-        sys.exit("usage: crash_child.py <log_dir> <seed> <status_file>")
-    run(sys.argv[1], int(sys.argv[2]), sys.argv[3])
+    if len(sys.argv) != 5:
+        sys.exit("usage: crash_child.py <log_dir> <seed> <status_file> <ops>")
+    run(sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import gc
 import os
+import select
+import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,11 @@ LOG_STARTS = "log-start-offset-checkpoint"
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 LOCK = ".lock"
 META = "meta.properties"
+
+#: How long a test waits for something another thread or process does before it fails. Only a
+#: hang guard: every wait polls for the state it needs, so a slow but healthy run (a loaded
+#: machine, a step ten times slower than usual) never reaches it.
+HANG_GUARD_S = 300.0
 
 
 def now_ms() -> int:
@@ -102,21 +109,70 @@ def leftover_temp_files(root: Path) -> list[str]:
     )
 
 
-def native_thread_names() -> list[str]:
-    """Names of every OS thread of this process (Linux truncates them to 15 characters)."""
-    out = []
+def native_threads() -> dict[int, str]:
+    """Thread id -> name of every OS thread of this process (Linux truncates names to 15
+    characters).
+
+    A thread another thread has just joined can still be listed for a moment: the kernel wakes
+    the joiner before it removes the task from /proc. Count threads with
+    :func:`wait_for_new_threads` or :func:`wait_for`, never with one look right after a join.
+    """
+    out = {}
     for task in Path("/proc/self/task").iterdir():
         try:
-            out.append((task / "comm").read_text().strip())
+            out[int(task.name)] = (task / "comm").read_text().strip()
         except FileNotFoundError:  # the thread ended while we looked
             continue
     return out
 
 
-def wait_for(predicate: Callable[[], object], timeout_s: float = 10.0, what: str = "condition") -> None:
-    """Polls ``predicate`` until it is true or ``timeout_s`` passes (then fails)."""
+def native_thread_names() -> list[str]:
+    """Names of every OS thread of this process (see :func:`native_threads`)."""
+    return list(native_threads().values())
+
+
+def wait_for(predicate: Callable[[], object], timeout_s: float = HANG_GUARD_S, what: str = "condition") -> None:
+    """Polls ``predicate`` until it is true; fails after ``timeout_s`` (a hang guard, see
+    :data:`HANG_GUARD_S`)."""
     deadline = time.monotonic() + timeout_s
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
         time.sleep(0.01)
+
+
+def wait_for_new_threads(before: Collection[int], expected: Sequence[str], what: str) -> None:
+    """Waits until the threads of this process that are not in ``before`` (thread ids from
+    :func:`native_threads`) are exactly ``expected`` (names, in any order).
+
+    Threads that were started and joined meanwhile leave /proc a moment after the join, and a
+    new thread shows its parent's name until it names itself, so this polls (up to the hang
+    guard) instead of counting once; a thread that stays (a leak) fails the test."""
+    want = sorted(expected)
+    seen: list[str] = []
+
+    def settled() -> bool:
+        nonlocal seen
+        seen = sorted(name for tid, name in native_threads().items() if tid not in before)
+        return seen == want
+
+    try:
+        wait_for(settled, what=what)
+    except AssertionError as e:
+        raise AssertionError(f"{e}: new threads {seen}, expected {want}") from None
+
+
+def read_line(proc: subprocess.Popen[bytes], what: str, timeout_s: float = HANG_GUARD_S) -> bytes:
+    """The next line ``proc`` prints, without its newline. ``proc`` must have been started with
+    ``stdout=PIPE, bufsize=0``: its unbuffered stdout reads one line and leaves the next in the
+    pipe. Fails if the child exits first or prints nothing for ``timeout_s`` (a hang guard)."""
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+    if not ready:
+        raise AssertionError(f"the child printed nothing for {timeout_s}s while the test waited for {what}")
+    line = proc.stdout.readline()
+    if not line.endswith(b"\n"):
+        proc.wait()
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        raise AssertionError(f"the child exited with {proc.returncode} before {what}: {err}")
+    return line.rstrip(b"\n")

@@ -9,12 +9,18 @@
     The directory fsync that ends a replace is not covered: the seam matches path prefixes, so a
     rule on the directory fires first on the ``.cleaned`` files' own fsyncs.
 (b) A child (cleaner_crash_child.py) appends and cleans in a loop and is SIGKILLed at random
-    moments; each reopen must serve every record exactly as written at its offset, every key's
-    last record (unless it is a tombstone, in which case all of the key may be gone), no
-    ``.cleaned`` / ``.swap`` files, and ``.log`` files kafka-python decodes. Kills:
+    moments: it announces a seeded number of rounds (so every run does that much work on any
+    machine) and the kill follows after a short random delay; the kill moment is the only thing
+    left to timing and no check depends on it. Each reopen must serve every record exactly as
+    written at its offset, every key's last record (unless it is a tombstone, in which case all
+    of the key may be gone), no ``.cleaned`` / ``.swap`` files, and ``.log`` files kafka-python
+    decodes. Kills:
     KAFKALOG_CLEANER_CRASH_KILLS (default 20; 500 for a soak), seed KAFKALOG_CLEANER_CRASH_SEED.
 (c) Readers (read() and to_arrow() in threads) while compact_now runs in another thread: every
-    read sees increasing offsets and, at every offset, the record written there.
+    read sees increasing offsets and, at every offset, the record written there. The threads
+    meet through a barrier and an event (the cleans start once the readers run, each reader
+    reads at least once, the writer waits half-way for the first clean), so how much they
+    overlap varies but no check depends on it.
 """
 
 from __future__ import annotations
@@ -22,7 +28,6 @@ from __future__ import annotations
 import errno
 import os
 import random
-import select
 import signal
 import subprocess
 import sys
@@ -40,6 +45,7 @@ from compaction_helpers import Row, data_rows, leftover_temp_files, read_all, sc
 from kafkalog import Record
 from kafkalog.exceptions import KafkaLogIOError
 from kafkalog.testing import clear_faults, inject_fault
+from manager_helpers import HANG_GUARD_S, read_line
 
 T0 = 1_700_000_000_000
 NOW = T0 + 1_000_000
@@ -245,20 +251,20 @@ def test_sigkill_during_cleaning_recovers_a_consistent_log(tmp_path):
     killed_while_cleaning_files = 0
     for kill in range(KILLS):
         where = f"kill {kill} (KAFKALOG_CLEANER_CRASH_SEED={SEED})"
+        child_seed, rounds = rng.randrange(2**31), rng.randrange(1, 4)
         child = subprocess.Popen(
-            [sys.executable, str(CHILD), str(path), str(rng.randrange(2**31))],
+            [sys.executable, str(CHILD), str(path), str(child_seed), str(rounds)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             bufsize=0,
             env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
         )
         try:
-            ready, _, _ = select.select([child.stdout], [], [], 60)
-            assert ready and child.stdout is not None and child.stdout.readline() == b"ready\n", (
-                f"{where}: child did not start: {child.stderr.read() if child.stderr else ''!r}"
-            )
-            # Let it run for a random while; the kill moment is the randomness, not a check.
-            time.sleep(rng.uniform(0.05, 0.6))
+            assert read_line(child, f"{where}: ready") == b"ready"
+            assert read_line(child, f"{where}: {rounds} rounds") == b"rounds"
+            # Then a kill somewhere in the rounds that follow: the moment is the randomness,
+            # not a check.
+            time.sleep(rng.uniform(0.0, 0.3))
             assert child.poll() is None, f"{where}: child died: {child.stderr.read() if child.stderr else ''!r}"
             if any(n.endswith((".cleaned", ".swap", ".deleted")) for n in os.listdir(path)):
                 killed_while_cleaning_files += 1
@@ -311,9 +317,15 @@ def _run_readers(log: kafkalog.UnifiedLog, kinds: list[str], cleans: int) -> tup
     stop = threading.Event()
     errors: list[str] = []
     reads = [0]
+    # The cleans start once every reader runs, and each reader finishes at least one read, so
+    # every run overlaps reads and cleans (how much varies; no check depends on it).
+    started = threading.Barrier(len(kinds) + 1)
 
     def reader(kind: str) -> None:
-        while not stop.is_set():
+        started.wait(HANG_GUARD_S)
+        first = True
+        while first or not stop.is_set():
+            first = False
             try:
                 if kind == "read-head":
                     # Fetches at the log start only: during a swap the new first segment is
@@ -344,6 +356,7 @@ def _run_readers(log: kafkalog.UnifiedLog, kinds: list[str], cleans: int) -> tup
     for t in threads:
         t.start()
     try:
+        started.wait(HANG_GUARD_S)
         for i in range(cleans):
             if stop.is_set():
                 break
@@ -378,11 +391,16 @@ def test_appends_and_rolls_while_cleaning_keep_every_latest_value(tmp_path):
     log = kafkalog.UnifiedLog.open(path, CHILD_CONFIG)
     target = 800
     errors: list[str] = []
+    # The writer waits half-way for the first clean to end, so at least one clean runs on a
+    # half-written log with appends after it, however the threads are scheduled.
+    first_clean = threading.Event()
 
     def writer() -> None:
         rng = random.Random(SEED)
         try:
             while log.log_end_offset < target:
+                if log.log_end_offset >= target // 2 and not first_clean.wait(HANG_GUARD_S):
+                    raise AssertionError(f"no clean ended within {HANG_GUARD_S}s")
                 first = log.log_end_offset
                 batch = [Record(*content(o)[:2], timestamp=content(o)[2]) for o in range(first, first + rng.randint(1, 20))]
                 log.append(batch, compression=rng.choice(["none", "lz4", "zstd"]))
@@ -396,10 +414,12 @@ def test_appends_and_rolls_while_cleaning_keep_every_latest_value(tmp_path):
     rng = random.Random(SEED)
     cleans = 0
     try:
-        while thread.is_alive() and not errors:
+        while cleans == 0 or (thread.is_alive() and not errors):
             log.compact_now(dedupe_buffer_size=rng.choice([24 * 3, 24 * 12, 1 << 20]), time_ms=NOW + cleans * 500)
             cleans += 1
+            first_clean.set()
     finally:
+        first_clean.set()
         thread.join()
     assert errors == []
     assert cleans > 0

@@ -14,6 +14,9 @@ recorded durably before it died:
 
 The reopen is closed cleanly or just dropped, at random, so the next child starts after both a
 clean and an unclean shutdown; about one kill in ten lands while the child is still loading.
+The kill moment is the one thing left to timing, by design: the child says when it has done a
+seeded number of operations (so every run does that much work on any machine) and the kill
+follows after a short random delay; every check holds wherever the kill lands.
 A SIGKILL loses no byte already written (the page cache outlives the process), so this tests
 that every step (appends, rolls, renames, checkpoints, retention) leaves a consistent state at
 any instant; torn and damaged files are test_corruption's business.
@@ -38,11 +41,13 @@ import pytest
 
 from crash_child import CONFIG, PARTITIONS, T0, read_status, record_key, record_value, tp_name
 from kafkalog import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogManager, UnifiedLog
+from manager_helpers import HANG_GUARD_S
 
 CHILD = Path(__file__).with_name("crash_child.py")
 KILLS = int(os.environ.get("KAFKALOG_CRASH_KILLS", "30"))
 SEED = int(os.environ.get("KAFKALOG_CRASH_SEED", "1"))
-READY_TIMEOUT_S = 60.0
+#: A hang guard only: a slow start never reaches it.
+READY_TIMEOUT_S = HANG_GUARD_S
 
 #: Files a reopen must leave behind no trace of: an interrupted clean/split/replace is rolled
 #: back or completed at load.
@@ -68,11 +73,11 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
 
 
-def _start_child(log_dir: Path, seed: int, status: Path, stderr_path: Path) -> subprocess.Popen[bytes]:
+def _start_child(log_dir: Path, seed: int, status: Path, stderr_path: Path, ops: int) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     with open(stderr_path, "wb") as err:
         return subprocess.Popen(
-            [sys.executable, str(CHILD), str(log_dir), str(seed), str(status)],
+            [sys.executable, str(CHILD), str(log_dir), str(seed), str(status), str(ops)],
             # Unbuffered: readline() then takes only its line off the pipe, so select() still
             # sees a "ready" that arrived together with "opening".
             bufsize=0,
@@ -205,7 +210,8 @@ def test_sigkill_at_random_moments(tmp_path: Path) -> None:
     for kill in range(KILLS):
         stderr_path = tmp_path / f"child-{kill}.err"
         child_seed = rng.randrange(1 << 32)
-        child = _start_child(log_dir, child_seed, status_path, stderr_path)
+        ops = rng.randrange(10, 120)
+        child = _start_child(log_dir, child_seed, status_path, stderr_path, ops)
         try:
             if kill > 0 and rng.random() < 0.1:
                 # A crash while the child loads (and recovers) the logs, or just after.
@@ -214,7 +220,9 @@ def test_sigkill_at_random_moments(tmp_path: Path) -> None:
             else:
                 _wait_for(child, b"opening", stderr_path)
                 _wait_for(child, b"ready", stderr_path)
-                time.sleep(rng.uniform(0.05, 0.4))
+                # At least `ops` operations, then a kill somewhere in the ones that follow.
+                _wait_for(child, b"ops", stderr_path)
+                time.sleep(rng.uniform(0.0, 0.05))
             _kill(child, stderr_path)
         finally:
             if child.poll() is None:

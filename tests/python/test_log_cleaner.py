@@ -21,7 +21,7 @@ from kafkalog.checkpoints import read_offset_checkpoint
 from kafkalog.exceptions import IllegalStateError, InvalidConfigError
 from kafkalog.testing import fault
 
-from manager_helpers import native_thread_names, now_ms, open_manager, wait_for
+from manager_helpers import native_thread_names, native_threads, now_ms, open_manager, wait_for, wait_for_new_threads
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 #: Small segments (about five one-record batches each), and any dirty ratio is worth a clean.
@@ -242,24 +242,26 @@ def test_cleaner_threads_start_with_the_scheduler_and_clean(tmp_path: Path) -> N
     """On the system clock, LogManager starts log.cleaner.threads kafka-log-cleaner-thread-<n>
     threads that compact in the background; reconfiguration replaces them; close stops them."""
     a = tmp_path / "a"
+    before = set(native_threads())
     with open_manager(a, BROKER):
-        assert not any(n.startswith("kafka-log-clean") for n in native_thread_names()), "no thread on a manual clock"
+        wait_for_new_threads(before, [], "no thread on a manual clock")
     config = {**BROKER, "log.cleaner.backoff.ms": 10, "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024}
     m = LogManager([a], config)
     try:
-        wait_for(lambda: "kafka-log-clean" in native_thread_names(), 10, "the kafka-log-cleaner-thread-0 thread")
+        wait_for(lambda: "kafka-log-clean" in native_thread_names(), what="the kafka-log-cleaner-thread-0 thread")
         log = m.create_log("c", 0, COMPACTED)
         fill_keys(log, 40, 4)
         log.roll()
-        wait_for(lambda: m.cleaner_status()[0].first_dirty_offset == 40, 30, "the cleaner thread's clean")
+        wait_for(lambda: m.cleaner_status()[0].first_dirty_offset == 40, what="the cleaner thread's clean")
         assert_compacted(log, 40)
         assert m.cleaner_metrics()["threads"] == 1
         m.reconfigure_cleaner({"log.cleaner.threads": 2})
         assert m.cleaner_metrics()["threads"] == 2
-        wait_for(lambda: native_thread_names().count("kafka-log-clean") == 2, 10, "two cleaner threads")
+        wait_for(lambda: native_thread_names().count("kafka-log-clean") == 2, what="two cleaner threads")
     finally:
         m.close()
-    assert "kafka-log-clean" not in native_thread_names()
+    # close() joined the threads; they leave /proc a moment later.
+    wait_for(lambda: "kafka-log-clean" not in native_thread_names(), what="the cleaner threads to go")
 
 
 def test_public_names() -> None:

@@ -38,6 +38,7 @@ from kafkalog.exceptions import (
 )
 from manager_helpers import (
     CLEAN_SHUTDOWN,
+    HANG_GUARD_S,
     LOCK,
     LOG_STARTS,
     META,
@@ -49,11 +50,14 @@ from manager_helpers import (
     log_dir_of,
     names,
     native_thread_names,
+    native_threads,
     now_ms,
     open_manager,
     partition_dirs,
     read_checkpoint,
+    read_line,
     wait_for,
+    wait_for_new_threads,
 )
 
 #: Keeps the scheduled retention out of tests that call run_retention themselves.
@@ -233,7 +237,7 @@ LOCK_PROBE = textwrap.dedent(
 
 def probe_from_another_process(*dirs: Path) -> str:
     out = subprocess.run(
-        [sys.executable, "-c", LOCK_PROBE, *map(str, dirs)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", LOCK_PROBE, *map(str, dirs)], capture_output=True, text=True, timeout=HANG_GUARD_S
     )
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
@@ -915,10 +919,14 @@ KILLED_WRITER = textwrap.dedent(
     m.flush()
     m.checkpoint()
     print("ready", flush=True)
+    at_checkpoint = sum(len(log.segments) for log in logs)
     i = 100
     while True:
         put(i)
         i += 1
+        if at_checkpoint is not None and sum(len(log.segments) for log in logs) >= at_checkpoint + 4:
+            print("rolled", flush=True)  # four segments past the recovery point; still writing
+            at_checkpoint = None
     """
 )
 
@@ -930,24 +938,18 @@ def test_unclean_shutdown_after_sigkill(tmp_path: Path) -> None:
     recovered, and no .swap/.cleaned/.tmp file remains. The dead writer's `.lock` does not
     block the new manager."""
     dirs = dirs_of(tmp_path, "a", "b")
-
-    def segment_count() -> int:
-        return sum(1 for d in dirs for _ in d.glob("*/*.log"))
-
     proc = subprocess.Popen(
         [sys.executable, "-c", KILLED_WRITER, *map(str, dirs)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
+        bufsize=0,
     )
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.strip() == "ready", proc.stderr.read() if proc.stderr else line
-        at_checkpoint = segment_count()
-        wait_for(lambda: segment_count() >= at_checkpoint + 4, 20, "the writer to roll more segments")
+        assert read_line(proc, "ready") == b"ready"
+        # The writer says when it has rolled four segments past its checkpoint, and goes on.
+        assert read_line(proc, "rolled") == b"rolled"
         os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait(timeout=30) == -signal.SIGKILL
+        assert proc.wait(timeout=HANG_GUARD_S) == -signal.SIGKILL
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -982,31 +984,32 @@ def test_scheduler_thread_writes_checkpoints(tmp_path: Path) -> None:
     m = LogManager([a], config)
     try:
         # The thread names itself once it runs (until then it shows its parent's name).
-        wait_for(lambda: "kafka-scheduler" in native_thread_names(), 10, "the kafka-scheduler-0 thread")
+        wait_for(lambda: "kafka-scheduler" in native_thread_names(), what="the kafka-scheduler-0 thread")
         log = m.create_log("t", 0)
         fill(log, 3)
         log.flush()
         wait_for(
             lambda: (a / RECOVERY_POINTS).exists() and read_checkpoint(a / RECOVERY_POINTS) == {("t", 0): 3},
-            10,
-            "the scheduled recovery-point checkpoint",
+            what="the scheduled recovery-point checkpoint",
         )
     finally:
         m.close()
-    assert "kafka-scheduler" not in native_thread_names()
+    # close() joined the thread; it leaves /proc a moment later.
+    wait_for(lambda: "kafka-scheduler" not in native_thread_names(), what="the scheduler thread to go")
 
 
 def test_no_background_thread_when_scheduler_is_off(tmp_path: Path) -> None:
-    """scheduler=False (and a manual clock) starts no thread: the process has as many threads
-    while the manager is open as before (the start-up threads are gone when open returns)."""
-    before = len(native_thread_names())
+    """scheduler=False (and a manual clock) starts no thread: while the manager is open the
+    process has no thread it did not have before (the start-up threads were joined when open
+    returned; they leave /proc a moment later, so the check waits for that)."""
+    before = set(native_threads())
     with open_manager(tmp_path / "a"):
-        assert len(native_thread_names()) == before
+        wait_for_new_threads(before, [], "no thread but the ones before (manual clock)")
     with LogManager([tmp_path / "b"], scheduler=False):
-        assert len(native_thread_names()) == before
+        wait_for_new_threads(before, [], "no thread but the ones before (system clock)")
     with LogManager([tmp_path / "c"]):
         # The control: scheduler=True adds kafka-scheduler-0 and kafka-log-cleaner-thread-0.
-        assert len(native_thread_names()) == before + 2
+        wait_for_new_threads(before, ["kafka-log-clean", "kafka-scheduler"], "the scheduler's two threads")
 
 
 IMPORT_PROBE = textwrap.dedent(
@@ -1022,7 +1025,7 @@ IMPORT_PROBE = textwrap.dedent(
 
 def test_import_starts_no_threads() -> None:
     """House style: no thread at import time (Spark forks Python workers)."""
-    out = subprocess.run([sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert out.returncode == 0, out.stderr
     py_before, py_after, os_before, os_after = map(int, out.stdout.split())
     assert (py_after, os_after) == (py_before, os_before)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import select
 import subprocess
 import sys
 import textwrap
@@ -34,6 +35,7 @@ from kafkalog.exceptions import (
     OffsetOutOfRangeError,
     ReadOnlyLogError,
 )
+from manager_helpers import HANG_GUARD_S
 
 BASE_TS = 1_700_000_000_000
 
@@ -672,46 +674,78 @@ def test_read_only_open(tmp_path, snapshot_dir):
 WRITER = textwrap.dedent(
     """
     import sys, kafkalog
-    path, batches = sys.argv[1], int(sys.argv[2])
+    path, batches, stops = sys.argv[1], int(sys.argv[2]), {int(n) for n in sys.argv[3].split(",")}
     config = {"internal.segment.bytes": 4096, "index.interval.bytes": 128}
     with kafkalog.UnifiedLog.open(path, config) as log:
         for i in range(batches):
             recs = [(b"k%d" % (3 * i + j), b"v%d|" % (3 * i + j) * 8) for j in range(3)]
             log.append(recs, compression=["none", "lz4", "zstd"][i % 3])
-            if i == 0:
-                print("ready", flush=True)
+            if i + 1 in stops:
+                # Paused: the reader sees exactly i + 1 batches, then says go on.
+                print("at", i + 1, flush=True)
+                sys.stdin.readline()
     """
 )
 
 
 def test_read_only_reader_sees_consistent_prefix_while_another_process_appends(tmp_path):
+    """Read-only opens while another process appends see whole batches, a contiguous prefix,
+    never less than before. Between the writer's stops the reads race its appends; at each stop
+    (a pipe handshake) the writer waits, so the reader sees the log grow on any machine."""
     path = tmp_path / "live-0"
+    stops = [1, 800, 1600]
     writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path), "2500"], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", WRITER, str(path), "2500", ",".join(map(str, stops))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        bufsize=0,
     )
+    assert writer.stdin is not None and writer.stdout is not None
+
+    def observe() -> int:
+        with UnifiedLog.open(path, read_only=True) as ro:
+            recs = list(ro.records())
+            leo = ro.log_end_offset
+            arrow_offsets = ro.to_arrow(0, leo).column("offset").to_pylist()
+        n = len(recs)
+        assert n % 3 == 0, "a reader must see whole batches only"
+        assert leo == n, "records() must reach the log end the reader opened with"
+        assert [r.offset for r in recs] == list(range(n))
+        assert all(r.key == b"k%d" % r.offset and r.value == b"v%d|" % r.offset * 8 for r in recs)
+        assert arrow_offsets[:n] == list(range(n))
+        seen.append(n)
+        return n
+
+    seen: list[int] = []
+    paused_at = []
     try:
-        assert writer.stdout.readline().strip() == "ready"
-        seen = []
-        deadline = time.monotonic() + 10
-        while writer.poll() is None and time.monotonic() < deadline:
-            with UnifiedLog.open(path, read_only=True) as ro:
-                recs = list(ro.records())
-                leo = ro.log_end_offset
-                arrow_offsets = ro.to_arrow(0, leo).column("offset").to_pylist()
-            n = len(recs)
-            assert n % 3 == 0, "a reader must see whole batches only"
-            assert leo == n, "records() must reach the log end the reader opened with"
-            assert [r.offset for r in recs] == list(range(n))
-            assert all(r.key == b"k%d" % r.offset and r.value == b"v%d|" % r.offset * 8 for r in recs)
-            assert arrow_offsets[:n] == list(range(n))
-            seen.append(n)
-        assert writer.wait(timeout=30) == 0
+        # The first stop is the writer's "ready": the log exists from then on.
+        ready, _, _ = select.select([writer.stdout], [], [], HANG_GUARD_S)
+        assert ready, "the writer did not start"
+        deadline = time.monotonic() + HANG_GUARD_S
+        while True:
+            assert time.monotonic() < deadline, f"the writer did not finish within {HANG_GUARD_S}s"
+            if not select.select([writer.stdout], [], [], 0)[0]:
+                observe()  # while the writer appends
+                continue
+            line = writer.stdout.readline()
+            if not line:
+                break  # the writer is done
+            batches = int(line.split()[1])
+            assert observe() == 3 * batches, f"paused after {batches} batches"
+            paused_at.append(batches)
+            writer.stdin.write(b"go\n")
+            writer.stdin.flush()
+        assert writer.wait(timeout=HANG_GUARD_S) == 0
     finally:
         if writer.poll() is None:
             writer.kill()
             writer.wait()
-    assert len(seen) >= 3 and seen == sorted(seen), seen
-    assert len(set(seen)) >= 2, "the reader should have seen the log grow"
+        writer.stdin.close()
+        writer.stdout.close()
+    assert paused_at == stops
+    assert seen == sorted(seen), seen
+    assert len(set(seen)) >= len(stops), "the reader should have seen the log grow"
     with UnifiedLog.open(path, read_only=True) as ro:
         assert ro.log_end_offset == 7500
         assert [r.offset for r in ro.records()] == list(range(7500))

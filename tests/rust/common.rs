@@ -14,6 +14,20 @@ use kafkalog::LogConfig;
 /// `message.timestamp.after.max.ms` default.
 pub const T0: i64 = 1_700_000_000_000;
 
+/// proptest's configuration for the property tests (`fuzz.rs`, `model.rs`): a fixed RNG seed
+/// (proptest's own default draws one from the OS on every run), so every run tries the same
+/// cases and a failure seen once is seen every time. `PROPTEST_RNG_SEED=<u64>` (another set of
+/// cases) and `PROPTEST_CASES` (how many) still override it: `proptest!` applies them last.
+pub fn proptest_config() -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        rng_seed: proptest::test_runner::RngSeed::Fixed(PROPTEST_SEED),
+        ..proptest::test_runner::Config::default()
+    }
+}
+
+/// The seed of [`proptest_config`] ("kafkalog" in ASCII), the same as the unit tests'.
+const PROPTEST_SEED: u64 = 0x6b61_666b_616c_6f67;
+
 /// A decoded record, owning its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rec {
@@ -182,6 +196,20 @@ pub fn read_all(log: &UnifiedLog, from: i64) -> Vec<Rec> {
         let recs = decode(&info.records);
         next = batches(&info.records).last().expect("a batch").last_offset + 1;
         out.extend(recs.into_iter().filter(|r| r.offset >= from));
+    }
+}
+
+/// Sets the modification time of every file in `dir` to a day before [`T0`], so that a later
+/// write to any of them shows in [`listing`] (it stamps the wall clock, years later) however
+/// coarse the file system's timestamps are and however soon the write comes.
+pub fn backdate_files(dir: &Path) {
+    let day_before = std::time::UNIX_EPOCH + std::time::Duration::from_millis((T0 - 86_400_000) as u64);
+    for entry in std::fs::read_dir(dir).expect("list dir") {
+        let path = entry.expect("dir entry").path();
+        if path.is_file() {
+            let file = std::fs::File::options().write(true).open(&path).expect("open to set the mtime");
+            file.set_modified(day_before).expect("set the mtime");
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
 
-use crate::common::{batch, config, scan_all, Rec};
+use crate::common::{batch, config, proptest_config, scan_all, Rec};
 
 /// What decoding one buffer gave, batch by batch: its CRC check and its records (or the error).
 #[derive(Debug, PartialEq)]
@@ -132,7 +132,7 @@ fn fix_crc(bytes: &mut [u8]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 2000, ..proptest_config() })]
 
     /// Arbitrary bytes, and arbitrary bytes dressed up with a plausible v2 header (length field
     /// matching, magic 2, optionally a correct CRC) so the record parser sees them.
@@ -299,7 +299,7 @@ fn poke(log: &UnifiedLog, picks: &[u64]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 300, ..proptest_config() })]
 
     /// A segment file of random or damaged bytes: a read-write open recovers it to the valid
     /// prefix (never fails, never panics), and a read-only open reads what it can, naming the

@@ -6,8 +6,8 @@
 //! aborts, concurrent retention, crashes at every step of the swap (through the fault seam),
 //! buffer growth, every codec and legacy (magic 0/1) batches.
 //!
-//! Time is explicit: every clean runs at a given "now"; nothing sleeps except where a second
-//! thread must be given time to queue a truncation (and that test's assertion is strict).
+//! Time is explicit: every clean runs at a given "now"; nothing sleeps. Where a second thread
+//! must act during a clean, the clean waits for it (`UnifiedLog::cleaning_abort_requested`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -511,10 +511,16 @@ fn truncation_during_a_clean_aborts_it() {
     let check = || -> kafkalog::Result<()> {
         if !started.swap(true, Ordering::SeqCst) {
             let log = log.clone();
-            *truncator.lock().unwrap() = Some(std::thread::spawn(move || log.truncate_to(50).expect("truncate")));
-            // The truncation raises its abort request before it waits for the clean; give the
-            // thread the time to get there (the assertion below is strict).
-            std::thread::sleep(std::time::Duration::from_millis(300));
+            let truncating = log.clone();
+            *truncator.lock().unwrap() =
+                Some(std::thread::spawn(move || truncating.truncate_to(50).expect("truncate")));
+            // The truncation raises its abort request, then waits for the clean: hold the clean
+            // here until the request is up (the deadline is only a hang guard).
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+            while !log.cleaning_abort_requested() {
+                assert!(std::time::Instant::now() < deadline, "the truncation never asked the clean to stop");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
         }
         Ok(())
     };

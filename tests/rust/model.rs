@@ -13,7 +13,7 @@ use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
 
-use crate::common::{batch, batches, config, decode, scan_all, Fixture, Rec};
+use crate::common::{batch, batches, config, decode, proptest_config, scan_all, Fixture, Rec};
 
 const SEGMENT_BYTES: usize = 4096;
 
@@ -357,7 +357,7 @@ fn fail(e: Error) -> TestCaseError {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, max_shrink_iters: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 160, max_shrink_iters: 300, ..proptest_config() })]
 
     #[test]
     fn unified_log_matches_an_in_memory_model(ops in vec(op(), 1..40)) {

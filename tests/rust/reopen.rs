@@ -9,8 +9,8 @@ use kafkalog::record::CompressionType;
 use kafkalog::{FetchIsolation, LogConfig, UnifiedLog};
 
 use crate::common::{
-    append_values, batch, batches, config, files_with_suffix, listing, read_all, values_batch, write_nonsense, Fixture,
-    Rec, T0,
+    append_values, backdate_files, batch, batches, config, files_with_suffix, listing, read_all, values_batch,
+    write_nonsense, Fixture, Rec, T0,
 };
 
 /// A log with three segments of five single-record batches each, records `v0`..`v14`.
@@ -77,8 +77,8 @@ fn read_only_open_changes_nothing_in_the_directory() {
     // Leftovers a writable open would clean up: a `.deleted` file and an orphan index.
     std::fs::write(fx.dir.join("00000000000000000099.log.deleted"), b"old").unwrap();
     std::fs::write(fx.dir.join("00000000000000000077.index"), [0u8; 16]).unwrap();
+    backdate_files(&fx.dir);
     let before = listing(&fx.dir);
-    std::thread::sleep(std::time::Duration::from_millis(20));
     {
         let log = fx.open_read_only(&cfg);
         assert_eq!(log.log_end_offset(), 15);

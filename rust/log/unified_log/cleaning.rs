@@ -64,6 +64,13 @@ impl UnifiedLog {
         Ok(self.cleaning.try_lock().map(|lock| CleaningGuard { log: self, _lock: lock }))
     }
 
+    /// Whether a truncation or close has asked the clean of this log to stop and is waiting for
+    /// it (the request a running clean sees at its next check). Lets a caller order its work
+    /// against a clean without timing: the tests wait for it before they let a clean go on.
+    pub fn cleaning_abort_requested(&self) -> bool {
+        self.cleaning_abort.load(Ordering::Acquire) > 0
+    }
+
     /// Asks a running clean to stop and waits until it has (Kafka's `abortAndPauseCleaning`
     /// as seen from the log).
     pub(super) fn stop_cleaning(&self) -> CleaningStop<'_> {
