@@ -31,7 +31,7 @@ from . import _arguments as arg
 from . import _native
 from ._native import CleanerStatus
 from .cleaner import CleanerStats, CompactResult
-from .exceptions import InvalidArgumentTypeError, InvalidConfigError
+from .exceptions import InvalidArgumentTypeError
 from .log import UnifiedLog, _config_pairs, _retention_result
 from .records import RetentionResult
 
@@ -147,10 +147,7 @@ class LogManager:
         ``time_ms``); ``on_progress`` lists it in ``waiting_for_lock`` meanwhile. Then the
         start-up fails with LogDirLockedError naming the partition and, when the system tells,
         the process holding it."""
-        if isinstance(lock_timeout_ms, bool) or not isinstance(lock_timeout_ms, int) or not 0 <= lock_timeout_ms < 2**63:
-            raise InvalidConfigError(
-                f"invalid value {lock_timeout_ms!r} for lock_timeout_ms: must be an int in [0, 9223372036854775807]"
-            )
+        lock_timeout_ms = arg.integer("lock_timeout_ms", lock_timeout_ms, 0, arg.I64_MAX)
         pairs = _config_pairs(config)
         if dirs is not None:
             pairs = [(k, v) for k, v in pairs if k not in ("log.dirs", "log.dir")]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kafkalog import DirRecoveryProgress, LogManager
-from kafkalog.exceptions import InvalidConfigError, LogDirLockedError
+from kafkalog.exceptions import InvalidArgumentError, InvalidArgumentTypeError, LogDirLockedError
 
 HOLDER = """
 import sys
@@ -82,7 +82,13 @@ def test_a_partition_released_while_the_start_up_waits_is_loaded(
     assert holder.stdout is not None and holder.stdout.readline() == "released\n"
 
 
-@pytest.mark.parametrize("bad", [-1, 2**63, 1.5, True, "10"])
-def test_a_bad_lock_timeout_is_refused(log_dir: Path, bad: object) -> None:
-    with pytest.raises(InvalidConfigError, match="lock_timeout_ms"):
+@pytest.mark.parametrize("bad", [-1, 2**63])
+def test_a_lock_timeout_out_of_range_is_refused(log_dir: Path, bad: int) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"lock_timeout_ms: must be an int in \[0, 9223372036854775807\]"):
+        LogManager([log_dir], lock_timeout_ms=bad)
+
+
+@pytest.mark.parametrize("bad", [1.5, True, "10"])
+def test_a_lock_timeout_that_is_no_int_is_refused(log_dir: Path, bad: object) -> None:
+    with pytest.raises(InvalidArgumentTypeError, match="lock_timeout_ms must be an int"):
         LogManager([log_dir], lock_timeout_ms=bad)  # type: ignore[arg-type]
