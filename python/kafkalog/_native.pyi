@@ -32,7 +32,9 @@ def decode_batches(
 @final
 class UnifiedLog:
     @staticmethod
-    def open(path: str | os.PathLike[str], config: list[tuple[str, str]], read_only: bool) -> UnifiedLog: ...
+    def open(
+        path: str | os.PathLike[str], config: list[tuple[str, str]], read_only: bool, create: bool = True
+    ) -> UnifiedLog: ...
     def append_records(
         self,
         records: list[tuple[bytes | None, bytes | None, list[tuple[bytes, bytes | None]], int | None]],
