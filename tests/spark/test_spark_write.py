@@ -235,16 +235,16 @@ CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 def test_rows_near_a_mib_fit_the_minimum_segment_bytes(spark: SparkSession, tmp_path: Path) -> None:
     """segment.bytes=1048576 (its minimum) and max.message.bytes 1048588 (its default): random
-    rows of up to 300 bytes, which no codec shrinks, used to overfill snappy batches
-    (RecordBatchTooLargeError: record batch of 1048874 bytes); a row whose batch is exactly
+    rows of up to 300 bytes, which no codec shrinks, used to overfill compressed batches
+    (RecordBatchTooLargeError: record batch of 1048772 bytes with snappy); a row whose batch is exactly
     1048576 bytes fits, and so does a 3 MiB row a codec shrinks below a segment. Every batch
     is at most a segment, and every row reads back as written."""
     rng = random.Random(12)
-    small = [(None, rng.randbytes(rng.randrange(10, 300))) for _ in range(12_000)]  # about 1.9 MB
+    small = [(None, rng.randbytes(rng.randrange(10, 300))) for _ in range(14_000)]  # about 2.2 MB
     exact = (None, rng.randbytes(1_048_504))  # 61 + 11 + 1048504 = 1048576 bytes alone, uncompressed
     squeezable = (b"big", b"x" * (3 << 20))
     for codec in CODECS:
-        rows = small[:6000] + [exact if codec == "none" else squeezable] + small[6000:]
+        rows = small + [exact if codec == "none" else squeezable]
         df = spark.createDataFrame(rows, "key binary, value binary").coalesce(1)
         write(df, tmp_path, topic=f"mib-{codec}", **{"segment.bytes": "1048576", "compression.type": codec})
         sizes = batch_sizes(tmp_path / f"mib-{codec}-0")
