@@ -110,9 +110,10 @@ class Seam:
         """Every event so far, in order, as (point, who)."""
         try:
             with open(os.path.join(self.directory, _EVENTS), encoding="utf-8") as f:
-                return [tuple(json.loads(line)) for line in f if line.endswith("\n")]  # type: ignore[misc]
+                pairs = [json.loads(line) for line in f if line.endswith("\n")]
         except FileNotFoundError:
             return []
+        return [(str(point), str(who)) for point, who in pairs]
 
     def wait_for(
         self,

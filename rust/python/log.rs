@@ -101,7 +101,13 @@ impl PyUnifiedLog {
     #[staticmethod]
     #[pyo3(signature = (path, config, read_only, create=true))]
     #[allow(clippy::needless_pass_by_value)]
-    fn open(py: Python<'_>, path: PathBuf, config: Vec<(String, String)>, read_only: bool, create: bool) -> PyResult<Self> {
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        config: Vec<(String, String)>,
+        read_only: bool,
+        create: bool,
+    ) -> PyResult<Self> {
         let config = LogConfig::from_props(config.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .map_err(|e| to_py_err(py, e))?;
         let options = LogOpenOptions { read_only, create, clock: Arc::new(SystemClock), ..LogOpenOptions::default() };
