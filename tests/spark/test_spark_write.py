@@ -281,6 +281,11 @@ def test_a_row_that_can_never_fit_is_named(spark: SparkSession, tmp_path: Path) 
         ) in message
         with UnifiedLog.open(tmp_path / f"never-{codec}-0", read_only=True) as log:
             assert log.log_end_offset == 0
+    # rows routed by a topic column: the row number is still the task's
+    rows = [("t-a", b"a", b"1"), ("t-b", b"b", b"2"), ("t-b", b"c", b"3"), ("t-a", None, rng.randbytes(1_048_505))]
+    df = spark.createDataFrame(rows, "topic string, key binary, value binary").coalesce(1)
+    with pytest.raises(Exception, match=r"row 3 of write task 0 \(topic 't-a', partition 0\) can never be written"):
+        write(df, tmp_path, **{"segment.bytes": "1048576"})
     # max.message.bytes below the segment size is the limit, and headers count
     df = spark.createDataFrame([(b"k", b"v" * 900, [("h", b"x" * 100)])], "key binary, value binary, headers array<struct<key:string,value:binary>>")
     with pytest.raises(Exception, match=r"1 headers of 101 bytes.*the smaller of max.message.bytes=1000 and the segment size 1073741824 from segment.bytes"):

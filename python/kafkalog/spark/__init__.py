@@ -27,7 +27,8 @@ Maintenance runs the native cleaner and retention as Spark jobs, one task per pa
     results = kafkalog.spark.run_retention(spark, "data/logs", config={"retention.ms": "604800000"})
 
 Importing this package imports neither pyspark nor starts anything; :func:`register` loads the
-data source, and the maintenance names load their module when first used.
+data source (and checks, once per session, that Spark's Python workers can import kafkalog:
+:mod:`kafkalog.spark.workers`), and the maintenance names load their module when first used.
 """
 
 from __future__ import annotations
