@@ -1,5 +1,7 @@
 # kafkalog: every set-up step lives here, so a fresh clone needs nothing installed by hand
-# beyond the machine's Rust, Python 3.11 and (for the interop tests) Java + Maven.
+# beyond the machine's Rust >= 1.89, Python >= 3.11, Java 17+ (Spark, so `make demo` and
+# tests/spark; and the interop tests) and Maven (the interop tests). The venv's packages come
+# from PyPI (requirements-dev.txt), the interop tests' Kafka jars from Maven Central.
 
 PYTHON ?= python3
 VENV := .venv
@@ -42,10 +44,13 @@ test-python: $(NATIVE_STAMP)
 	$(PY) -m mypy
 	$(PY) -m pytest -q
 
+# Everything: lint (fmt, clippy), the Rust tests, then the Python side (stubtest, mypy, pytest
+# over tests/python and tests/spark) and the interop tests.
 test: $(NATIVE_STAMP) lint test-rust test-python test-interop
 
-# Real Apache Kafka against kafkalog, both directions (needs Java 17+ and Maven; the Kafka jars
-# come from Maven Central into tests/interop/.cache on first run). Not part of `make test` yet.
+# Real Apache Kafka 4.3.1 against kafkalog, both directions (needs Java 17+ and Maven; the Kafka
+# jars come from Maven Central into tests/interop/.cache on first run). Part of `make test`;
+# this target runs only them.
 test-interop: $(NATIVE_STAMP)
 	$(PY) -m pytest -q tests/interop
 
@@ -64,10 +69,11 @@ bench: $(NATIVE_STAMP)
 bench-python: $(NATIVE_STAMP)
 	$(PY) benches/bench_python.py
 
-# kafkalog beside Apache Kafka's own storage classes (UnifiedLog, LogSegment, FileRecords; and
-# LogManager start-up and crash recovery in bench_recovery.py) on the same files, one machine,
-# one run (needs Java 17+ and Maven like test-interop; the jars come from Maven Central into
-# tests/interop/.cache on first run). Not part of `make test`.
+# kafkalog beside Apache Kafka's own storage classes on the same files, one machine, one run:
+# UnifiedLog, LogSegment and FileRecords (bench_kafka.py, with benches/bench_workload.rs as
+# kafkalog's side), LogManager start-up and crash recovery (bench_recovery.py) and the log
+# cleaner (bench_cleaner.py). Needs Java 17+ and Maven like test-interop (the jars come from
+# Maven Central into tests/interop/.cache on first run). Not part of `make test`.
 bench-kafka: $(NATIVE_STAMP)
 	$(PY) benches/bench_kafka.py
 	$(PY) benches/bench_recovery.py --kafka
@@ -78,8 +84,8 @@ fuzz:
 
 # Crash and corruption soak: 500 SIGKILLs of a child process writing to a LogManager (`make
 # test` runs 30), 500 of a compacting child (`make test`: 20), 200 damaged files per kind of
-# file and damage (`make test`: 25), and the compaction model with 10x its examples. About
-# fifteen minutes on two cores. Not part of `make test`.
+# file and damage (`make test`: 25), and the compaction model with 10x its examples. About ten
+# minutes on two cores (9 min 13 s at its last recorded run). Not part of `make test`.
 soak: $(NATIVE_STAMP)
 	KAFKALOG_CRASH_KILLS=500 KAFKALOG_CORRUPTION_CASES=200 KAFKALOG_CLEANER_CRASH_KILLS=500 KAFKALOG_SOAK=10 \
 		$(PY) -m pytest -q tests/python/test_crash_recovery.py tests/python/test_corruption.py \

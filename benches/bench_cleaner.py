@@ -48,20 +48,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
+from bench_common import Column, kafka_classpath, machine, print_table, run_java, work_dir
+
 import kafkalog
 from kafkalog import _native
 
-ROOT = Path(__file__).resolve().parents[1]
 TOPIC_CONFIG = {"cleanup.policy": "compact"}  # Kafka's defaults otherwise (segment.bytes 1 GiB)
 MAP_BYTES = 128 * 1024 * 1024
 RECORDS_PER_BATCH = 128
@@ -203,25 +202,21 @@ def kafkalog_runs(src: Path, work: Path, map_bytes: int, warmup: int, runs: int)
 
 
 def kafka_runs(classpath: str, src: Path, work: Path, map_bytes: int, warmup: int, runs: int, label: str) -> list[Run]:
-    from kafka_harness import BENCH_JVM_OPTS  # type: ignore[import-not-found]
-    import json
-
     dirs = [copy_partition(src, work / f"kafka-run{i}" / src.name) for i in range(warmup + runs)]
     os.sync()
-    cmd = [
-        "java", *BENCH_JVM_OPTS, "-cp", classpath, "KafkaCleanerDriver",
+    args = [
         "--dir", ",".join(str(d) for d in dirs), "--warmup", str(warmup), "--now-ms", str(NOW_MS),
         "--map-bytes", str(map_bytes), "--io-buffer-bytes", str(524288 // 2), "--label", label,
         "--config", "cleanup.policy=compact",
     ]  # fmt: skip
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=7200, check=False, stdin=subprocess.DEVNULL)
+        stdout = run_java(classpath, "KafkaCleanerDriver", args, timeout=7200)
     finally:
         for d in dirs:
             shutil.rmtree(d.parent, ignore_errors=True)
-    results = [json.loads(line.split(" ", 1)[1]) for line in proc.stdout.splitlines() if line.startswith("cleaner-json ")]
-    if proc.returncode != 0 or len(results) != warmup + runs:
-        raise SystemExit(f"KafkaCleanerDriver failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    results = [json.loads(line.split(" ", 1)[1]) for line in stdout.splitlines() if line.startswith("cleaner-json ")]
+    if len(results) != warmup + runs:
+        raise SystemExit(f"KafkaCleanerDriver gave {len(results)} results, not {warmup + runs}:\n{stdout[-3000:]}")
     out = []
     for j in results:
         if j["warmup"]:
@@ -278,6 +273,27 @@ def two_partitions(src: Path, work: Path, map_bytes: int, runs: int) -> tuple[li
 # -- main ------------------------------------------------------------------------------------------
 
 
+def table_columns(kafka: bool) -> list[Column]:
+    columns = [Column("scenario", 22, left=True), Column("records", 11), Column("MB", 6), Column("map", 7),
+               Column("passes", 6), Column("kept", 10), Column("kafkalog s", 10), Column("cpu", 6), Column("MB/s", 6),
+               Column("krec/s", 7)]  # fmt: skip
+    if kafka:
+        columns += [Column("Kafka s", 8), Column("cpu", 6), Column("MB/s", 6), Column("krec/s", 7),
+                    Column("Kafka/kafkalog", 14), Column("(cpu)", 7)]  # fmt: skip
+    return columns
+
+
+def table_row(sc: Scenario, records: int, size: int, mine: list[Run], theirs: list[Run] | None) -> list[str]:
+    k, kc = statistics.median(r.secs for r in mine), statistics.median(r.cpu_secs for r in mine)
+    row = [sc.name, f"{records:,}", f"{size / 1e6:.0f}", f"{sc.map_bytes >> 20}MiB", f"{len(mine[0].passes)}",
+           f"{mine[0].kept:,}", f"{k:.2f}", f"{kc:.2f}", f"{size / 1e6 / k:.0f}", f"{records / 1e3 / k:.0f}"]  # fmt: skip
+    if theirs:
+        t, tc = statistics.median(r.secs for r in theirs), statistics.median(r.cpu_secs for r in theirs)
+        row += [f"{t:.2f}", f"{tc:.2f}", f"{size / 1e6 / t:.0f}", f"{records / 1e3 / t:.0f}", f"{t / k:.2f}x",
+                f"{tc / kc:.2f}x"]  # fmt: skip
+    return row
+
+
 def check_same_work(name: str, a: Run, b: Run) -> None:
     mine = (a.passes, a.end_offset, a.messages_read, a.messages_written, a.kept)
     theirs = (b.passes, b.end_offset, b.messages_read, b.messages_written, b.kept)
@@ -304,33 +320,20 @@ def main() -> None:
     if not scenarios:
         raise SystemExit(f"no scenario matches {args.only!r}")
 
-    classpath = None
-    if args.kafka:
-        for tool in ("java", "javac", "mvn"):
-            if shutil.which(tool) is None:
-                raise SystemExit(f"--kafka needs {tool} on PATH")
-        sys.path.insert(0, str(ROOT / "tests" / "interop"))
-        from kafka_harness import compile_helpers, fetch_jars, kafka_version  # type: ignore[import-not-found]
-
-        lib = fetch_jars()
-        classpath = f"{lib}/*{os.pathsep}{compile_helpers(lib)}"
-        print(f"Kafka {kafka_version(lib)} jars: {lib}", flush=True)
-
-    work = Path(tempfile.mkdtemp(prefix="kafkalog-bench-cleaner-", dir=args.scratch))
-    # Peak: every distinct input, plus warm-up + runs copies (Kafka's all at once), plus output.
-    inputs = {(s.keys, s.writes_per_key) for s in scenarios}
-    biggest = max(s.records for s in scenarios) * APPROX_RECORD_BYTES
-    need = sum(int(k * w) for k, w in inputs) * APPROX_RECORD_BYTES + biggest * (max(args.warmup, args.big_warmup) + args.runs + 1)
-    free = shutil.disk_usage(work).free
-    print(f"scratch {work}: {free / 1e9:.1f} GB free, about {need / 1e9:.1f} GB needed at peak", flush=True)
-    if free < need * 1.1:
-        shutil.rmtree(work, ignore_errors=True)
-        raise SystemExit(f"not enough space under {work.parent} (use --scratch or --quick)")
-
+    classpath = kafka_classpath() if args.kafka else None
     rows = []
     conc_result = None
     sources: dict[tuple[int, float], tuple[Path, int, int]] = {}
-    try:
+    with work_dir("kafkalog-bench-cleaner-", args.scratch, args.keep) as work:
+        # Peak: every distinct input, plus warm-up + runs copies (Kafka's all at once), plus output.
+        inputs = {(s.keys, s.writes_per_key) for s in scenarios}
+        biggest = max(s.records for s in scenarios) * APPROX_RECORD_BYTES
+        copies = max(args.warmup, args.big_warmup) + args.runs + 1
+        need = sum(int(k * w) for k, w in inputs) * APPROX_RECORD_BYTES + biggest * copies
+        free = shutil.disk_usage(work).free
+        print(f"scratch {work}: {free / 1e9:.1f} GB free, about {need / 1e9:.1f} GB needed at peak", flush=True)
+        if free < need * 1.1:
+            raise SystemExit(f"not enough space under {work.parent} (use --scratch or --quick)")
         for sc in scenarios:
             key = (sc.keys, sc.writes_per_key)
             if key not in sources:
@@ -355,32 +358,12 @@ def main() -> None:
             src, records, size = sources[(scenarios[0].keys, scenarios[0].writes_per_key)]
             seq, conc = two_partitions(src, work, scenarios[0].map_bytes, args.runs)
             conc_result = (scenarios[0], records, size, seq, conc)
-    finally:
-        if args.keep:
-            print(f"work directory kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
     print()
     print(f"Log compaction, one cleaner thread: median of {args.runs} runs after {args.warmup} warm-up(s) "
           f"({args.big_warmup} for inputs over 5 M records); rates over the cleanable input (MB = 10^6 bytes); "
-          f"cpu = CPU seconds of the cleaning thread; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")  # fmt: skip
-    head = (f"{'scenario':<22} {'records':>11} {'MB':>6} {'map':>7} {'passes':>6} {'kept':>10}"
-            f" {'kafkalog s':>10} {'cpu':>6} {'MB/s':>6} {'krec/s':>7}")  # fmt: skip
-    if args.kafka:
-        head += f" {'Kafka s':>8} {'cpu':>6} {'MB/s':>6} {'krec/s':>7} {'Kafka/kafkalog':>14} {'(cpu)':>7}"
-    print(head)
-    for sc, records, size, mine, theirs in rows:
-        k, kc = statistics.median(r.secs for r in mine), statistics.median(r.cpu_secs for r in mine)
-        line = (
-            f"{sc.name:<22} {records:>11,} {size / 1e6:>6.0f} {sc.map_bytes >> 20:>4}MiB {len(mine[0].passes):>6}"
-            f" {mine[0].kept:>10,} {k:>10.2f} {kc:>6.2f} {size / 1e6 / k:>6.0f} {records / 1e3 / k:>7.0f}"
-        )
-        if theirs:
-            t, tc = statistics.median(r.secs for r in theirs), statistics.median(r.cpu_secs for r in theirs)
-            line += (f" {t:>8.2f} {tc:>6.2f} {size / 1e6 / t:>6.0f} {records / 1e3 / t:>7.0f} {t / k:>13.2f}x"
-                     f" {tc / kc:>6.2f}x")  # fmt: skip
-        print(line)
+          f"cpu = CPU seconds of the cleaning thread; {machine()}")  # fmt: skip
+    print_table(table_columns(args.kafka), [table_row(*row) for row in rows])
     if args.kafka:
         ratios = [statistics.median(r.secs for r in th) / statistics.median(r.secs for r in mi) for _, _, _, mi, th in rows]
         verdict = "met" if min(ratios) >= GOAL_RATIO else "NOT met"
@@ -413,7 +396,7 @@ def main() -> None:
         print()
         print(f"Two partitions ({sc.name} each, {2 * size / 1e6:.0f} MB), median of {args.runs}: one thread in turn "
               f"{s:.2f} s, two threads {c:.2f} s: speedup {s / c:.2f}x (goal >= {GOAL_SPEEDUP}x: {verdict}; "
-              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})")  # fmt: skip
+              f"{machine()})")  # fmt: skip
     print(f"(total {time.monotonic() - started:.0f} s)")
 
 

@@ -4,9 +4,9 @@ machine, in one run (``make bench-kafka``).
 For each workload (producer batches of about 16 KiB holding 100-byte or 1 KiB records,
 uncompressed or lz4, 32 MiB in all by default):
 
-1. ``examples/bench_workload.rs write`` builds the batches (the generator of
+1. ``benches/bench_workload.rs write`` builds the batches (the generator of
    benches/log_bench.rs) into ``<scratch>/<workload>/producer.batches``;
-2. ``examples/bench_workload.rs run`` (release build) times kafkalog on them;
+2. ``benches/bench_workload.rs run`` (release build) times kafkalog on them;
 3. ``tests/interop/java/KafkaStorageBench.java`` (compiled against the Kafka 4.x jars that the
    interop tests resolve from Maven Central) times Kafka on the same file, in one JVM with
    warm-up repetitions first.
@@ -40,31 +40,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import shutil
 import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "interop"))
-
-from kafka_harness import BENCH_JVM_OPTS as JVM_OPTS  # noqa: E402
-from kafka_harness import compile_helpers, fetch_jars, kafka_version  # noqa: E402
+from bench_common import Column, jvm_opts, kafka_classpath, machine, print_table, require_tools, run_checked, work_dir
 
 WORKLOADS = [(100, "none"), (1024, "none"), (100, "lz4"), (1024, "lz4")]
 OPS = ["append_leader", "append_follower", "append_segment", "scan"]
 LINE = re.compile(r"^(kafkalog|kafka) (\S+) (\S+) (.*)$")
-
-
-def run(cmd: list[str], timeout: float = 600) -> str:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc.stdout
 
 
 def results(stdout: str) -> list[tuple[str, str, str, dict[str, float]]]:
@@ -81,8 +66,8 @@ def results(stdout: str) -> list[tuple[str, str, str, dict[str, float]]]:
 
 
 def build_example() -> Path:
-    run(["cargo", "build", "--release", "--quiet", "--example", "bench_workload"], timeout=900)
-    meta = json.loads(run(["cargo", "metadata", "--format-version", "1", "--no-deps"]))
+    run_checked(["cargo", "build", "--release", "--quiet", "--example", "bench_workload"], timeout=900)
+    meta = json.loads(run_checked(["cargo", "metadata", "--format-version", "1", "--no-deps"]))
     exe = Path(meta["target_directory"]) / "release" / "examples" / "bench_workload"
     if not exe.exists():
         raise SystemExit(f"{exe} missing after cargo build")
@@ -118,9 +103,7 @@ def main() -> None:
     args = ap.parse_args()
 
     started = time.monotonic()
-    for tool in ("cargo", "java", "javac", "mvn"):
-        if shutil.which(tool) is None:
-            raise SystemExit(f"bench_kafka.py needs {tool} on PATH")
+    require_tools("cargo", why="bench_kafka.py")
     workloads = []
     for w in args.workloads.split(","):
         m = re.fullmatch(r"(\d+)B/(\w+)", w.strip())
@@ -128,57 +111,47 @@ def main() -> None:
             raise SystemExit(f"bad workload {w!r}: want e.g. 100B/none")
         workloads.append((int(m[1]), m[2]))
 
-    lib = fetch_jars()
-    classes = compile_helpers(lib)
-    classpath = f"{lib}/*{os.pathsep}{classes}"
+    classpath = kafka_classpath("bench_kafka.py")
     exe = build_example()
     java_version = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr
-    print(f"Kafka {kafka_version(lib)} jars: {lib}", flush=True)
-    print(f"kafkalog: {exe}; JVM: {(java_version.splitlines() or ['?'])[0]} {' '.join(JVM_OPTS)}", flush=True)
+    print(f"kafkalog: {exe}; JVM: {(java_version.splitlines() or ['?'])[0]} {' '.join(jvm_opts())}", flush=True)
 
     timing = ["--reps", str(args.reps), "--warmup-reps", str(args.warmup_reps), "--warmup-s", str(args.warmup_s)]
-    work = Path(tempfile.mkdtemp(prefix="kafkalog-bench-kafka-", dir=args.scratch))
     rows: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
     identity: dict[str, str] = {}
-    try:
+    with work_dir("kafkalog-bench-kafka-", args.scratch, args.keep) as work:
         for i, (size, codec) in enumerate(workloads):
             label = f"{size}B/{codec}"
             wdir = work / f"{size}B-{codec}"
-            run([str(exe), "write", "--out", str(wdir), "--record-size", str(size), "--codec", codec,
-                 "--total-mib", str(args.total_mib)])
+            run_checked([str(exe), "write", "--out", str(wdir), "--record-size", str(size), "--codec", codec,
+                         "--total-mib", str(args.total_mib)])
             scratch = wdir / "logs"
             kl_log = wdir / "kafkalog-leader" / "bench-0"
             kafka_log = wdir / "kafka-leader" / "bench-0"
             kl_cmd = [str(exe), "run", "--workload", str(wdir), "--ops", args.ops, "--scratch", str(scratch),
                       "--log-out", str(kl_log), *timing]
-            kafka_cmd = ["java", *JVM_OPTS, "-cp", classpath, "KafkaStorageBench", "--workload", str(wdir),
+            kafka_cmd = ["java", *jvm_opts(), "-cp", classpath, "KafkaStorageBench", "--workload", str(wdir),
                          "--ops", args.ops, "--scratch", str(scratch), "--log-out", str(kafka_log), *timing]
             for cmd in ([kl_cmd, kafka_cmd] if i % 2 == 0 else [kafka_cmd, kl_cmd]):
-                for impl, op, wl, fields in results(run(cmd)):
+                for impl, op, wl, fields in results(run_checked(cmd)):
                     rows.setdefault((wl, op), {})[impl] = fields
             if kl_log.is_dir() and kafka_log.is_dir():
                 identity[label] = compare_logs(kl_log, kafka_log)
-    finally:
-        if args.keep:
-            print(f"work directory kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
     print()
-    head = (f"{'workload':<11} {'op':<16} {'kafkalog MiB/s':>16} {'Kafka MiB/s':>16} {'kafkalog/Kafka':>16}"
-            f" {'kafkalog Mrec/s':>16} {'Kafka Mrec/s':>13}")
-    sub = f"{'':<11} {'':<16} {'best':>8}{'median':>8} {'best':>8}{'median':>8} {'best':>8}{'median':>8}"
-    print(head)
-    print(sub)
+    print(f"Throughput of batch bytes, best and median of the measured repetitions; {machine()}")
+    columns = [Column("workload", 11, left=True), Column("op", 16, left=True), Column("kafkalog MiB/s", 14),
+               Column("(median)", 8), Column("Kafka MiB/s", 11), Column("(median)", 8), Column("kafkalog/Kafka", 14),
+               Column("(median)", 8), Column("kafkalog Mrec/s", 15), Column("Kafka Mrec/s", 12)]  # fmt: skip
+    table = []
     for (wl, op), by in rows.items():
         kl, kf = by.get("kafkalog"), by.get("kafka")
-        if not kl or not kf:
-            continue
-        print(
-            f"{wl:<11} {op:<16} {kl['MiB/s']:>8.0f}{kl['median_MiB/s']:>8.0f} {kf['MiB/s']:>8.0f}{kf['median_MiB/s']:>8.0f}"
-            f" {fmt_ratio(kl['MiB/s'], kf['MiB/s']):>8}{fmt_ratio(kl['median_MiB/s'], kf['median_MiB/s']):>8}"
-            f" {kl['rec/s'] / 1e6:>16.2f} {kf['rec/s'] / 1e6:>13.2f}"
-        )
+        if kl and kf:
+            table.append([wl, op, f"{kl['MiB/s']:.0f}", f"{kl['median_MiB/s']:.0f}", f"{kf['MiB/s']:.0f}",
+                          f"{kf['median_MiB/s']:.0f}", fmt_ratio(kl["MiB/s"], kf["MiB/s"]),
+                          fmt_ratio(kl["median_MiB/s"], kf["median_MiB/s"]), f"{kl['rec/s'] / 1e6:.2f}",
+                          f"{kf['rec/s'] / 1e6:.2f}"])  # fmt: skip
+    print_table(columns, table)
     print()
     print("Layers timed (kafkalog | Kafka 4.x):")
     print("  append_leader    UnifiedLog::append_as_leader | UnifiedLog.appendAsLeader (LogValidator, producer state, epoch cache)")

@@ -17,8 +17,8 @@ import tempfile
 import time
 from collections.abc import Callable
 
+from bench_common import kafka_python_batches, machine, timed_runs
 from kafka.record.default_records import DefaultRecordBatchBuilder
-from kafka.record.memory_records import MemoryRecords
 
 import kafkalog
 
@@ -26,12 +26,7 @@ KAFKA_PYTHON_CODEC = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 def best_of(repeat: int, fn: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return min(timed_runs(fn, repeat))
 
 
 def make_records(n: int, value_size: int) -> list[tuple[bytes, bytes]]:
@@ -42,14 +37,7 @@ def make_records(n: int, value_size: int) -> list[tuple[bytes, bytes]]:
 def kafka_python_decode(paths: list[str]) -> int:
     count = 0
     for path in paths:
-        with open(path, "rb") as f:
-            records = MemoryRecords(f.read())
-        while True:
-            batch = records.next_batch()
-            if batch is None:
-                break
-            if not batch.validate_crc():
-                raise SystemExit(f"kafka-python found a bad CRC in {path}")
+        for batch in kafka_python_batches(path):
             for record in batch:
                 count += 1
                 _ = (record.offset, record.timestamp, record.key, record.value, record.headers)
@@ -90,7 +78,7 @@ def bench_codec(codec: str, n: int, value_size: int, repeat: int) -> None:
         assert kafka_python_decode(paths) == n
 
     mb = payload / 1e6
-    print(f"\n{codec}: {n:,} records of {value_size} B values ({mb:.1f} MB of keys+values)")
+    print(f"\n{codec}: {n:,} records of {value_size} B values ({mb:.1f} MB of keys+values); {machine()}")
     print(f"  read   kafkalog to_arrow        {t_arrow * 1e3:9.1f} ms  {mb / t_arrow:8.1f} MB/s  {n / t_arrow / 1e6:6.2f} M rec/s")
     print(f"         kafka-python decode      {t_decode * 1e3:9.1f} ms  {mb / t_decode:8.1f} MB/s  {n / t_decode / 1e6:6.2f} M rec/s")
     print(f"         ratio                    {t_decode / t_arrow:9.1f}x")

@@ -40,20 +40,17 @@ directory (each roll fsyncs the rolled segment, about 10 ms here: 10,000 rolls t
 would take minutes); a first open + close through the API checks the copies and writes the
 checkpoints and the marker.
 
-Run with ``make bench`` (about 1.5 minutes) or ``make bench-kafka`` (about 2.5 minutes).
+Run with ``make bench`` (about 1.5 minutes) or ``make bench-kafka`` (about 2.5 minutes);
+``--quick`` for a smoke run of the same scenarios on small fixtures.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import statistics
 import struct
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 import zlib
@@ -61,12 +58,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench_common import Column, kafka_classpath, machine, print_table, run_java, timed_runs, work_dir
+
 import kafkalog
 from kafkalog.batches import build
 from kafkalog.checkpoints import write_offset_checkpoint
 from kafkalog.records import Record
 
-ROOT = Path(__file__).resolve().parents[1]
 TOPIC = "bench"
 MARKER = ".kafka_cleanshutdown"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -274,13 +272,7 @@ def read_and_crc(files: list[Path], threads: int) -> int:
 
 
 def timed(repeat: int, fn: Callable[[], object]) -> list[float]:
-    fn()  # warm-up
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
+    return timed_runs(fn, repeat, warmup=1)
 
 
 @dataclass
@@ -298,21 +290,31 @@ def kafka_run(
     classpath: str, fixture: Fixture, ndirs: int, threads: int, mode: str, label: str, warmup: int, reps: int
 ) -> tuple[float, float]:
     """Runs KafkaLoadBench on `fixture` (Kafka's own copy); returns (median, best) seconds."""
-    from kafka_harness import BENCH_JVM_OPTS  # type: ignore[import-not-found]
-
-    cmd = [
-        "java", *BENCH_JVM_OPTS, "-cp", classpath, "KafkaLoadBench",
+    args = [
         "--dirs", ",".join(str(d) for d in fixture.dirs[:ndirs]), "--mode", mode, "--threads", str(threads),
         "--label", label, "--warmup-reps", str(warmup), "--reps", str(reps),
         "--expect-logs", str(fixture.logs(ndirs)), "--expect-segments", str(fixture.logs(ndirs) * fixture.segments),
     ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False, stdin=subprocess.DEVNULL)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("kafka ")]
-    if proc.returncode != 0 or not lines:
-        raise SystemExit(f"KafkaLoadBench failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    stdout = run_java(classpath, "KafkaLoadBench", args, timeout=900)
+    lines = [line for line in stdout.splitlines() if line.startswith("kafka ")]
+    if not lines:
+        raise SystemExit(f"KafkaLoadBench printed no result:\n{stdout[-3000:]}")
     print(lines[-1], flush=True)
     fields = dict(kv.split("=", 1) for kv in lines[-1].split()[3:])
     return float(fields["median_s"]), float(fields["best_s"])
+
+
+def ms_and_best(times: list[float]) -> str:
+    return f"{statistics.median(times) * 1e3:.1f} [{min(times) * 1e3:>6.1f}]"
+
+
+def table_row(r: Row) -> list[str]:
+    k, f = statistics.median(r.kafkalog), statistics.median(r.floor)
+    row = [r.scenario, ms_and_best(r.kafkalog), ms_and_best(r.floor), r.floor_name, f"{k / f:.2f}x",
+           f"{r.amount / k:.0f}", f"{r.amount / f:.0f}", r.unit]  # fmt: skip
+    if r.kafka:
+        row += [f"{r.kafka[0] * 1e3:.1f} [{r.kafka[1] * 1e3:>6.1f}]", f"{r.kafka[0] / k:.2f}x"]
+    return row
 
 
 def main() -> None:
@@ -333,24 +335,16 @@ def main() -> None:
                     help="Kafka's timed repetitions after one warm-up (default: %(default)s)")
     ap.add_argument("--scratch", type=Path, default=None, help="parent of the work directory (default: system temp)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: 100 partitions x 4 segments, 2 MiB bulk segments, 2 repetitions, 1 of Kafka's")
     args = ap.parse_args()
+    if args.quick:
+        args.partitions, args.segments, args.bulk_segment_mib, args.repeat, args.kafka_reps = 100, 4, 2, 2, 1
     started = time.monotonic()
 
-    classpath = None
-    if args.kafka:
-        for tool in ("java", "javac", "mvn"):
-            if shutil.which(tool) is None:
-                raise SystemExit(f"--kafka needs {tool} on PATH")
-        sys.path.insert(0, str(ROOT / "tests" / "interop"))
-        from kafka_harness import compile_helpers, fetch_jars, kafka_version  # type: ignore[import-not-found]
-
-        lib = fetch_jars()
-        classpath = f"{lib}/*{os.pathsep}{compile_helpers(lib)}"
-        print(f"Kafka {kafka_version(lib)} jars: {lib}", flush=True)
-
-    work = Path(tempfile.mkdtemp(prefix="kafkalog-bench-recovery-", dir=args.scratch))
+    classpath = kafka_classpath() if args.kafka else None
     rows: list[Row] = []
-    try:
+    with work_dir("kafkalog-bench-recovery-", args.scratch, args.keep) as work:
         small = write_fixture(work / "small", 1, args.partitions, args.segments, args.batches_per_segment)
         bulk_batches = (args.bulk_segment_mib << 20) // BATCH_BYTES
         bulk = write_fixture(work / "bulk", 2, 8, 4, bulk_batches)
@@ -394,32 +388,18 @@ def main() -> None:
                 kafka(kafka_bulk, ndirs, threads, "unclean", f"bulk/dirs={ndirs}/threads={threads}", 1,
                       args.kafka_reps),
             ))  # fmt: skip
-    finally:
-        if args.keep:
-            print(f"work directory kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
     print()
     print(
         f"Median of {args.repeat} timed runs after one warm-up ({args.crash_runs} runs, no warm-up, for crash recovery "
-        f"{label}), best in brackets; ratio = kafkalog time / floor time; rates from the medians"
+        f"{label}), best in brackets; ratio = kafkalog time / floor time; rates from the medians; {machine()}"
     )
-    head = (f"{'scenario':<42} {'kafkalog ms':>18} {'floor ms':>18} {'floor':<15} {'ratio':>7} {'kafkalog':>9}"
-            f" {'floor':>8} {'unit':<13}")
+    columns = [Column("scenario", 42, left=True), Column("kafkalog ms", 18), Column("floor ms", 18),
+               Column("floor", 15, left=True), Column("ratio", 7), Column("kafkalog", 9), Column("floor", 8),
+               Column("unit", 13, left=True)]  # fmt: skip
     if args.kafka:
-        head += f" {'Kafka ms':>18} {'Kafka/kafkalog':>14}"
-    print(head)
-    for r in rows:
-        k, f = statistics.median(r.kafkalog), statistics.median(r.floor)
-        line = (
-            f"{r.scenario:<42} {k * 1e3:>9.1f} [{min(r.kafkalog) * 1e3:>6.1f}]"
-            f" {f * 1e3:>9.1f} [{min(r.floor) * 1e3:>6.1f}] {r.floor_name:<15} {k / f:>6.2f}x"
-            f" {r.amount / k:>9.0f} {r.amount / f:>8.0f} {r.unit:<13}"
-        )
-        if r.kafka:
-            line += f" {r.kafka[0] * 1e3:>9.1f} [{r.kafka[1] * 1e3:>6.1f}] {r.kafka[0] / k:>13.2f}x"
-        print(line)
+        columns += [Column("Kafka ms", 18), Column("Kafka/kafkalog", 14)]
+    print_table(columns, [table_row(r) for r in rows])
     print(f"(total {time.monotonic() - started:.0f} s)")
 
 

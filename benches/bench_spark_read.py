@@ -39,7 +39,6 @@ import argparse
 import base64
 import os
 import random
-import shutil
 import statistics
 import sys
 import tempfile
@@ -50,12 +49,19 @@ from typing import Any
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
+import bench_common  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from bench_common import Column, kafka_python_batches, print_table, timed_runs, work_dir  # noqa: E402
+from pyspark import cloudpickle  # noqa: E402
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition  # noqa: E402
 
 import kafkalog  # noqa: E402
+
+# The Python workers that run the baseline's reader cannot import bench_common (benches/ is not
+# on their path): pickle its functions by value, as this script's own are.
+cloudpickle.register_pickle_by_value(bench_common)
 
 TOPIC = "bench"
 COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
@@ -75,17 +81,8 @@ def _segment_files(partition_dir: str) -> list[str]:
 def _kafka_python_records(partition_dir: str) -> Iterator[tuple[Any, ...]]:
     """(key, value, offset, timestamp ms, timestamp type) of every data record of the
     partition, decoded by kafka-python (CRC checked)."""
-    from kafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped]
-
     for path in _segment_files(partition_dir):
-        with open(path, "rb") as f:
-            records = MemoryRecords(f.read())
-        while True:
-            batch = records.next_batch()
-            if batch is None:
-                break
-            if not batch.validate_crc():
-                raise ValueError(f"CRC mismatch in {path}")
+        for batch in kafka_python_batches(path):
             if batch.is_control_batch:
                 continue
             tstype = batch.timestamp_type
@@ -251,18 +248,14 @@ def check(df: Any) -> tuple[int, int, int]:
     return int(row[0]), int(row[1]), int(row[2])
 
 
-def timed_runs(make: Callable[[], Any], runs: int) -> list[float]:
-    out = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        make().write.format("noop").mode("overwrite").save()
-        out.append(time.perf_counter() - t0)
-    return out
+def noop_write_runs(make: Callable[[], Any], runs: int) -> list[float]:
+    """Seconds of each of ``runs`` full materialisations (a noop write) of ``make()``."""
+    return timed_runs(lambda: make().write.format("noop").mode("overwrite").save(), runs)
 
 
 def bench_codec(spark: Any, args: argparse.Namespace, codec: str, scratch: str) -> None:
-    work = tempfile.mkdtemp(prefix=f"spark-read-{codec}-", dir=scratch)
-    try:
+    with work_dir(f"spark-read-{codec}-", scratch, args.keep) as work_path:
+        work = str(work_path)
         logs, parquet = os.path.join(work, "logs"), os.path.join(work, "parquet")
         t0 = time.perf_counter()
         records, payload = write_logs(logs, args.partitions, args.records // args.partitions, args.value_size, codec)
@@ -285,13 +278,13 @@ def bench_codec(spark: Any, args: argparse.Namespace, codec: str, scratch: str) 
                 got = check(make())
                 if got != expected:
                     raise SystemExit(f"{label} returned (records, bytes, offset sum) {got}, expected {expected}")
-                timed_runs(make, 1)  # the timed plan (noop write) once, so its code is JIT-compiled too
+                noop_write_runs(make, 1)  # the timed plan (noop write) once, so its code is JIT-compiled too
             runnable[label] = make
         times: dict[str, list[float]] = {label: [] for label in runnable}
         load_before = os.getloadavg()
         for _ in range(args.runs):  # round robin: a change in the machine's load hits every source alike
             for label, make in runnable.items():
-                times[label] += timed_runs(make, 1)
+                times[label] += noop_write_runs(make, 1)
         load_after = os.getloadavg()
         for label in runnable:
             results[label] = times[label]
@@ -299,24 +292,23 @@ def bench_codec(spark: Any, args: argparse.Namespace, codec: str, scratch: str) 
         print(f"  load average (1 min) {load_before[0]:.2f} before the timed runs, {load_after[0]:.2f} after "
               f"({os.cpu_count()} CPUs)", flush=True)
         report(results, records, payload, args.cores)
-    finally:
-        if args.keep:
-            print(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def report(results: dict[str, list[float] | str], records: int, payload: int, cores: int) -> None:
     medians = {k: statistics.median(v) for k, v in results.items() if not isinstance(v, str)}
     mine = medians.get("kafkalog data source")
-    print(f"\n{'source':<40} {'median s':>9} {'K rec/s/core':>13} {'MB/s/core':>10} {'time / kafkalog':>16}")
+    print()
+    columns = [Column("source", 40, left=True), Column("median s", 9), Column("K rec/s/core", 13),
+               Column("MB/s/core", 10), Column("time / kafkalog", 16)]  # fmt: skip
+    rows = []
+    for label, secs in medians.items():
+        ratio = "" if mine is None else f"{secs / mine:.2f}x"
+        rows.append([label, f"{secs:.2f}", f"{records / secs / cores / 1e3:,.0f}", f"{payload / secs / cores / 1e6:.1f}",
+                     ratio])  # fmt: skip
+    print_table(columns, rows)
     for label, value in results.items():
         if isinstance(value, str):
-            print(f"{label:<40} {value}")
-            continue
-        secs = medians[label]
-        ratio = "" if mine is None else f"{secs / mine:.2f}x"
-        print(f"{label:<40} {secs:>9.2f} {records / secs / cores / 1e3:>13,.0f} {payload / secs / cores / 1e6:>10.1f} {ratio:>16}")
+            print(f"{label}: {value}")
     if mine is None:
         print(f"goal kafkalog >= {GOAL_VS_PYTHON:.0f}x (a): not measured (no data source)")
         print(f"goal kafkalog within {GOAL_VS_PARQUET:.0f}x of (b): not measured (no data source)")

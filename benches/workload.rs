@@ -1,5 +1,6 @@
-//! The benchmark workload shared by `benches/log_bench.rs` and `examples/bench_workload.rs`
-//! (included with `#[path]`): producer-style batches and the log configuration both sides use.
+//! The benchmark workload shared by `benches/log_bench.rs`, `benches/recovery_bench.rs` and
+//! `benches/bench_workload.rs` (included with `#[path]`): producer-style batches and the log
+//! configuration every side uses.
 
 use kafkalog::record::builder::{BatchBuilder, BatchHeader};
 use kafkalog::record::compression::CompressionType;

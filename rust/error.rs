@@ -44,7 +44,13 @@ pub enum Error {
     LogClosed { path: PathBuf },
     /// Another writer (in this or another process) has the partition directory open for
     /// writing (Kafka's `LogDirLockedError` is the log-dir level equivalent).
-    LogDirLocked { path: PathBuf },
+    LogDirLocked {
+        path: PathBuf,
+        /// Who holds the lock, when `/proc` tells (`util::lock_holder`).
+        holder: Option<String>,
+        /// How long the caller waited for it, when it waited (a `LogManager` start-up).
+        waited_ms: Option<u64>,
+    },
     /// A write on a log opened read-only.
     ReadOnly { path: PathBuf },
     /// `partition.metadata` names another topic id than the caller's (Kafka's
@@ -159,15 +165,26 @@ impl fmt::Display for Error {
             }
             Error::IllegalState { reason } => write!(f, "{reason}"),
             Error::LogClosed { path } => write!(f, "log {} is closed", path.display()),
-            Error::LogDirLocked { path } if path.file_name().is_some_and(|n| n == ".lock") => write!(
+            Error::LogDirLocked { path, holder, .. } if path.file_name().is_some_and(|n| n == ".lock") => write!(
                 f,
-                "failed to acquire lock on file {}: another LogManager or a running Kafka broker is using this log dir",
-                path.display()
+                "failed to acquire lock on file {}: {} is using this log dir",
+                path.display(),
+                holder.as_deref().map_or("another LogManager or a running Kafka broker".into(), |h| {
+                    format!("another LogManager or a Kafka broker, in {h},")
+                })
             ),
-            Error::LogDirLocked { path } => write!(
+            Error::LogDirLocked { path, holder, waited_ms: Some(waited) } => write!(
                 f,
-                "{} is locked by another writer; open it with read_only=True to read it meanwhile",
-                path.display()
+                "{} stayed locked by another writer{} for {waited} ms, the partition lock timeout; stop that \
+                 writer, or wait longer",
+                path.display(),
+                holder.as_deref().map_or(String::new(), |h| format!(" ({h})"))
+            ),
+            Error::LogDirLocked { path, holder, waited_ms: None } => write!(
+                f,
+                "{} is locked by another writer{}; open it with read_only=True to read it meanwhile",
+                path.display(),
+                holder.as_deref().map_or(String::new(), |h| format!(" ({h})"))
             ),
             Error::ReadOnly { path } => {
                 write!(f, "log {} was opened read-only; writes are not allowed", path.display())

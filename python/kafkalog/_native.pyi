@@ -18,6 +18,7 @@ __all__ = [
     "read_properties",
     "_inject_fault",
     "_clear_faults",
+    "_logging_state",
     "__version__",
 ]
 
@@ -102,6 +103,7 @@ class LogManager:
         start_scheduler: bool,
         mock_time_ms: int | None,
         progress: Any | None,
+        lock_timeout_ms: int,
     ) -> LogManager: ...
     def get_or_create_log(
         self, topic: str, partition: int, config: list[tuple[str, str]] | None, topic_id: str | None
@@ -218,6 +220,9 @@ def read_properties(path: str | os.PathLike[str]) -> dict[str, str]: ...
 # Test-only fault injection (kafkalog.testing wraps these).
 def _inject_fault(path_prefix: str | os.PathLike[str], op: str, errno: int, times: int | None = None) -> None: ...
 def _clear_faults(path_prefix: str | os.PathLike[str] | None = None) -> None: ...
+def _logging_state() -> tuple[str, int, int, int]:
+    """(Rust-side level filter: "OFF", "ERROR", "WARN", "INFO", "DEBUG" or "TRACE"; events it let
+    through; events handed to a Python logger; events dropped). For tests."""
 
 def build_batch(
     base_offset: int,

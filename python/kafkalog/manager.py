@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 from . import _native
 from ._native import CleanerStatus
 from .cleaner import CleanerStats, CompactResult
+from .exceptions import InvalidConfigError
 from .log import UnifiedLog, _config_pairs, _retention_result
 from .records import RetentionResult
 
@@ -65,6 +66,8 @@ class DirRecoveryProgress(NamedTuple):
     logs_remaining: int
     segments_remaining: int
     """Segments still to recover in the logs being loaded right now."""
+    waiting_for_lock: tuple[str, ...] = ()
+    """Partition directories another writer has locked, waited for now."""
 
 
 class DirLoadSummary(NamedTuple):
@@ -113,6 +116,7 @@ class LogManager:
         scheduler: bool = True,
         time_ms: int | None = None,
         on_progress: Callable[[list[DirRecoveryProgress]], None] | None = None,
+        lock_timeout_ms: int = 30_000,
     ) -> None:
         """Opens the log dirs ``dirs`` (or ``log.dirs`` in ``config``) and loads every partition.
 
@@ -126,7 +130,16 @@ class LogManager:
         ``on_progress`` is called on this thread with every dir's recovery progress while the
         logs load.
 
-        A dir locked by another LogManager or a running Kafka broker raises LogDirLockedError."""
+        A dir locked by another LogManager or a running Kafka broker raises LogDirLockedError.
+        A partition directory locked by another writer (a distributed clean, a standalone
+        UnifiedLog) is waited for, up to ``lock_timeout_ms`` (wall-clock milliseconds, also with
+        ``time_ms``); ``on_progress`` lists it in ``waiting_for_lock`` meanwhile. Then the
+        start-up fails with LogDirLockedError naming the partition and, when the system tells,
+        the process holding it."""
+        if isinstance(lock_timeout_ms, bool) or not isinstance(lock_timeout_ms, int) or not 0 <= lock_timeout_ms < 2**63:
+            raise InvalidConfigError(
+                f"invalid value {lock_timeout_ms!r} for lock_timeout_ms: must be an int in [0, 9223372036854775807]"
+            )
         pairs = _config_pairs(config)
         if dirs is not None:
             pairs = [(k, v) for k, v in pairs if k not in ("log.dirs", "log.dir")]
@@ -137,10 +150,15 @@ class LogManager:
         if on_progress is not None:
             user = on_progress
 
-            def callback(raw: list[tuple[str, int, int, int]]) -> None:
-                user([DirRecoveryProgress(os.fspath(d), total, left, segments) for d, total, left, segments in raw])
+            def callback(raw: list[tuple[str, int, int, int, list[str]]]) -> None:
+                user(
+                    [
+                        DirRecoveryProgress(os.fspath(d), total, left, segments, tuple(os.fspath(w) for w in waiting))
+                        for d, total, left, segments, waiting in raw
+                    ]
+                )
 
-        self._m = _native.LogManager.open(pairs, topics, scheduler, time_ms, callback)
+        self._m = _native.LogManager.open(pairs, topics, scheduler, time_ms, callback, lock_timeout_ms)
         self._closed = False
 
     def __enter__(self) -> LogManager:

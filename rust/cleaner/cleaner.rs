@@ -266,7 +266,7 @@ impl Cleaner {
         while position < size {
             check()?;
             let n = self.bufs.read_chunk(segment, position, size)?;
-            self.throttler.maybe_throttle(n as f64);
+            stats.add_throttled(self.throttler.maybe_throttle(n as f64));
             let mut iter = BatchIter::new(&self.bufs.read[..n]);
             for item in iter.by_ref() {
                 let (at, batch) = item.map_err(|e| e.in_file(&path, position))?;
@@ -321,6 +321,11 @@ impl Cleaner {
             position += valid;
             stats.map_bytes_read += valid;
             if valid == 0 {
+                if self.bufs.is_torn_tail(segment, position, n) {
+                    // Not records: every read skips them, and so does the map.
+                    segment.check_torn_tail(position)?;
+                    break;
+                }
                 self.bufs.grow_or_fail(segment, position, max_message_bytes, n)?;
             }
         }
@@ -414,7 +419,7 @@ impl Cleaner {
                 return Ok(Filled::Unchanged);
             }
             let copied = self.bufs.copy_prefix(&group[0], cleaned, unwritten)?;
-            self.throttler.maybe_throttle(copied as f64);
+            stats.add_throttled(self.throttler.maybe_throttle(copied as f64));
         }
         if !aborted.is_empty() {
             let mut bytes = Vec::with_capacity(aborted.len() * AbortedTxn::SIZE);
@@ -460,7 +465,7 @@ impl Cleaner {
         while position < size {
             (round.check)()?;
             let n = self.bufs.read_chunk(source, position, size)?;
-            self.throttler.maybe_throttle(n as f64);
+            stats.add_throttled(self.throttler.maybe_throttle(n as f64));
             self.bufs.out.clear();
             let bufs = &mut self.bufs;
             let result = filter
@@ -480,13 +485,13 @@ impl Cleaner {
                     // The first change: what came before goes out as it was, then this chunk.
                     output.deferred = None;
                     let copied = self.bufs.copy_prefix(source, dest, chunk_start)?;
-                    self.throttler.maybe_throttle(copied as f64);
+                    stats.add_throttled(self.throttler.maybe_throttle(copied as f64));
                 }
             }
             let bufs = &mut self.bufs;
             if !bufs.out.is_empty() {
                 dest.append(result.max_offset, &bufs.out, result.messages_retained)?;
-                self.throttler.maybe_throttle(bufs.out.len() as f64);
+                stats.add_throttled(self.throttler.maybe_throttle(bufs.out.len() as f64));
                 let written = dest.size();
                 if written - output.writeback_from >= WRITEBACK_BYTES {
                     dest.log().start_writeback(output.writeback_from, written);
@@ -494,6 +499,20 @@ impl Cleaner {
                 }
             }
             if n > 0 && result.bytes_read == 0 {
+                if self.bufs.is_torn_tail(source, position, n) {
+                    source.check_torn_tail(position)?;
+                    if output.deferred.is_none() {
+                        log::warn!(
+                            "Cleaner {}: the cleaned segment {} leaves out the {} bytes after position {position} of \
+                             {}, which do not form a complete record batch",
+                            self.id,
+                            dest.path().display(),
+                            size - position,
+                            path.display()
+                        );
+                    }
+                    break;
+                }
                 self.bufs.grow_or_fail(source, position, max_message_bytes, n)?;
             }
         }

@@ -419,6 +419,9 @@ impl CleanerFilter<'_> {
                     } else {
                         horizon_in_batch
                     };
+                    // A rebuilt batch gets a new CRC: never give one to damaged bytes, which
+                    // every read reports (a batch kept verbatim keeps its CRC, and its damage).
+                    batch.ensure_valid().map_err(|e| e.with_position_offset(position as u64))?;
                     let kept_records = records.iter().zip(&retained_flags).filter(|(_, k)| **k).map(|(r, _)| r);
                     rebuild(&batch, kept_records, horizon, builder, out)?;
                     result.max_offset = result.max_offset.max(max_offset);

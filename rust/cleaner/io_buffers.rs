@@ -44,6 +44,19 @@ impl IoBuffers {
         segment.log().read_at(position, &mut self.read[..want])
     }
 
+    /// Whether the chunk at `position`, which held no complete batch, is the segment's torn
+    /// tail: the next batch, as its header declares it, runs past the end of the segment (or
+    /// too few bytes are left for a header). A damaged size field is not a torn tail; it is
+    /// left to [`IoBuffers::grow_or_fail`] to report.
+    pub(super) fn is_torn_tail(&self, segment: &LogSegment, position: u64, chunk_len: usize) -> bool {
+        let left = segment.size().saturating_sub(position);
+        match next_batch_size(&self.read[..chunk_len]) {
+            Ok(Some(size)) => size as u64 > left,
+            Ok(None) => chunk_len as u64 == left,
+            Err(_) => false,
+        }
+    }
+
     /// Kafka's `growBuffersOrFail`: the chunk at `position` held no complete batch.
     pub(super) fn grow_or_fail(
         &mut self,

@@ -207,7 +207,8 @@ impl LogCleaner {
     pub fn new(config: CleanerConfig, ctx: LogCleanerContext) -> Self {
         let manager =
             Arc::new(LogCleanerManager::new(&ctx.log_dirs, ctx.logs, ctx.failure_channel.clone(), ctx.clock.clone()));
-        let throttler = Arc::new(Throttler::new(config.max_io_bytes_per_second, CHECK_INTERVAL));
+        let throttler =
+            Arc::new(Throttler::with_clock(config.max_io_bytes_per_second, CHECK_INTERVAL, ctx.clock.clone()));
         let core = Core {
             config: RwLock::new(config),
             manager,

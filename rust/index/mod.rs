@@ -1,5 +1,6 @@
 //! Kafka's sparse segment indexes: the offset index (`.index`) and the time index
-//! (`.timeindex`), byte-compatible with Kafka 4.x, and their lazy wrapper ([`lazy`]).
+//! (`.timeindex`), byte-compatible with Kafka 4.x, and their lazy wrapper ([`lazy`]); and the
+//! truncation of a segment's transaction index (`.txnindex`, [`transaction_index`]).
 //!
 //! [`OffsetIndex`] mirrors `OffsetIndex.java`, [`TimeIndex`] mirrors `TimeIndex.java`, and the
 //! shared state in this file mirrors `AbstractIndex.java`. Both indexes are memory-mapped
@@ -21,6 +22,7 @@ pub mod lazy;
 mod mmap;
 pub mod offset_index;
 pub mod time_index;
+pub mod transaction_index;
 
 pub use offset_index::{OffsetIndex, OffsetPosition};
 pub use time_index::{TimeIndex, TimestampOffset};

@@ -206,7 +206,15 @@ impl LocalLog {
         };
         for (_, pending) in ready {
             match pending {
-                Pending::Segment(s) => s.delete_if_exists()?,
+                Pending::Segment(s) => {
+                    log::info!(
+                        "Deleting segment files {} (base offset {}, {} bytes)",
+                        s.path().display(),
+                        s.base_offset(),
+                        s.size()
+                    );
+                    s.delete_if_exists()?;
+                }
                 Pending::File(path) => {
                     crate::util::file::delete_if_exists(&path)?;
                 }

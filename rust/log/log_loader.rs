@@ -140,6 +140,7 @@ fn complete_or_roll_back_replace(dir: &Path, files: &[(String, PathBuf)], result
     let mut swaps = Vec::new();
     for (name, path) in files {
         if is_deleted_file(name) {
+            log::info!("Deleting stray temporary file {}", path.display());
             delete_if_exists(path)?;
             changed = true;
         } else if name.ends_with(super::file_names::TMP_FILE_SUFFIX) {
@@ -157,16 +158,7 @@ fn complete_or_roll_back_replace(dir: &Path, files: &[(String, PathBuf)], result
     let min_cleaned = cleaned.iter().filter_map(|(o, _)| *o).min().unwrap_or(i64::MAX);
     let (swaps, dropped): (Vec<_>, Vec<_>) =
         swaps.into_iter().partition(|(offset, _, _)| offset.is_some_and(|o| o < min_cleaned));
-    for (_, _, path) in &dropped {
-        log::info!("deleting {}: it is at or above an unfinished .cleaned segment", path.display());
-        delete_if_exists(path)?;
-        result.temp_files_dropped += 1;
-    }
-    for (_, path) in &cleaned {
-        log::info!("deleting unfinished cleaner output {}", path.display());
-        delete_if_exists(path)?;
-        result.temp_files_dropped += 1;
-    }
+    roll_back(&dropped, &cleaned, min_cleaned, result)?;
     // The range the remaining swap segments cover: [smallest base, largest next offset).
     let mut min_swap = i64::MAX;
     let mut max_swap = i64::MIN;
@@ -178,23 +170,11 @@ fn complete_or_roll_back_replace(dir: &Path, files: &[(String, PathBuf)], result
         }
     }
     if min_swap < max_swap {
-        // Live files only: the temporary ones above are gone already.
-        let live = files.iter().filter(|(name, _)| {
-            ![SWAP_FILE_SUFFIX, CLEANED_FILE_SUFFIX, super::file_names::TMP_FILE_SUFFIX]
-                .iter()
-                .any(|s| name.ends_with(s))
-                && !is_deleted_file(name)
-        });
-        for (name, path) in live {
-            if offset_from_file_name(name).is_some_and(|o| o >= min_swap && o < max_swap) {
-                log::info!("deleting {}: superseded by a .swap segment", path.display());
-                delete_if_exists(path)?;
-            }
-        }
+        delete_superseded(files, min_swap, max_swap)?;
     }
     for (_, name, path) in &swaps {
         let target = dir.join(name.strip_suffix(SWAP_FILE_SUFFIX).unwrap_or(name));
-        log::info!("completing an interrupted replace: renaming {} into place", path.display());
+        log::info!("Recovering file {} by renaming from {SWAP_FILE_SUFFIX} files.", path.display());
         crate::util::file::rename(path, &target)?;
         result.swaps_completed += 1;
     }
@@ -202,6 +182,60 @@ fn complete_or_roll_back_replace(dir: &Path, files: &[(String, PathBuf)], result
         crate::util::file::fsync_dir(dir)?;
     }
     Ok(changed || !dropped.is_empty() || !cleaned.is_empty() || !swaps.is_empty())
+}
+
+/// Rolls back an interrupted clean or split: deletes the `.swap` files at or above the smallest
+/// `.cleaned` offset (`dropped`) and every `.cleaned` file.
+fn roll_back(
+    dropped: &[(Option<i64>, String, PathBuf)],
+    cleaned: &[(Option<i64>, PathBuf)],
+    min_cleaned: i64,
+    result: &mut LoadResult,
+) -> Result<()> {
+    for (_, _, path) in dropped {
+        log::warn!(
+            "Deleting invalid swap file {} ({} bytes) minCleanedFileOffset: {min_cleaned}: an interrupted split \
+             is rolled back, the segment it was splitting is kept",
+            path.display(),
+            file_len(path)
+        );
+        delete_if_exists(path)?;
+        result.temp_files_dropped += 1;
+    }
+    for (_, path) in cleaned {
+        log::warn!(
+            "Deleting stray .cleaned file {} ({} bytes): an interrupted clean or split is rolled back, \
+             the segments it was replacing are kept",
+            path.display(),
+            file_len(path)
+        );
+        delete_if_exists(path)?;
+        result.temp_files_dropped += 1;
+    }
+    Ok(())
+}
+
+/// Deletes the live files (of the listing `files`) whose offsets the remaining `.swap` segments
+/// cover, `[min_swap, max_swap)`: the segments an interrupted replace was replacing.
+fn delete_superseded(files: &[(String, PathBuf)], min_swap: i64, max_swap: i64) -> Result<()> {
+    // Live files only: the temporary ones are gone already.
+    let live = files.iter().filter(|(name, _)| {
+        ![SWAP_FILE_SUFFIX, CLEANED_FILE_SUFFIX, super::file_names::TMP_FILE_SUFFIX].iter().any(|s| name.ends_with(s))
+            && !is_deleted_file(name)
+    });
+    for (name, path) in live {
+        if offset_from_file_name(name).is_some_and(|o| o >= min_swap && o < max_swap) {
+            log::warn!(
+                "Deleting segment files {} ({} bytes) that is compacted but has not been deleted yet: \
+                 the .swap segments of an interrupted replace hold offsets {min_swap} to {}",
+                path.display(),
+                file_len(path),
+                max_swap - 1
+            );
+            delete_if_exists(path)?;
+        }
+    }
+    Ok(())
 }
 
 /// A file awaiting deletion (KRaft snapshots marked for deletion are the metadata log's to
@@ -237,8 +271,9 @@ fn remove_orphans(files: &[(String, PathBuf)], result: &mut LoadResult) -> Resul
         if let (true, Some(base)) = (is_index, offset_from_file_name(name)) {
             if bases.binary_search(&base).is_err() {
                 log::warn!(
-                    "found an orphaned index file {}, with no corresponding log file; deleting it",
-                    path.display()
+                    "Found an orphaned index file {}, with no corresponding log file; deleting it ({} bytes)",
+                    path.display(),
+                    file_len(path)
                 );
                 delete_if_exists(path)?;
                 result.orphan_files_deleted += 1;
@@ -293,10 +328,26 @@ fn open_segment(dir: &Path, base: i64, suffix: &str, params: &LoadParams<'_>, lo
         LogSegment::open(dir, base, params.config, local.clock().clone(), suffix, false, params.read_only)?;
     segment.set_rolling_jitter_ms(super::local_log::random_jitter(params.config));
     let recover = if let Some(problem) = index_problem {
-        log::warn!("{problem} for {}; recovering the segment and rebuilding its indexes", segment.path().display());
+        let log_file = segment.path();
+        match problem {
+            IndexProblem::Missing => log::warn!(
+                "Could not find offset index file corresponding to log file {}, \
+                 recovering segment and rebuilding index files...",
+                log_file.display()
+            ),
+            IndexProblem::Corrupt(why) => log::warn!(
+                "Found a corrupted index file corresponding to log file {} due to {why}, \
+                 recovering segment and rebuilding index files...",
+                log_file.display()
+            ),
+        }
         true
     } else {
         if time_index_new && !params.read_only {
+            log::info!(
+                "Could not find time index file {}; it starts empty (timestamp lookups scan the segment)",
+                time_index_path.display()
+            );
             segment.time_index().get_mut()?.resize(0)?;
         }
         false
@@ -305,28 +356,41 @@ fn open_segment(dir: &Path, base: i64, suffix: &str, params: &LoadParams<'_>, lo
     Ok(recover)
 }
 
+/// Why a segment's indexes must be rebuilt.
+enum IndexProblem {
+    /// The offset index file does not exist.
+    Missing,
+    /// An index file is damaged; what is wrong with it (Kafka's `CorruptIndexException` message).
+    Corrupt(String),
+}
+
 /// Why an offset index cannot be trusted without recovery, if it cannot: it is missing, its
 /// length is not a whole number of entries, or its last entry holds a negative relative offset
 /// (Kafka's `OffsetIndex.sanityCheck`, done here from two small reads instead of a mapping).
-fn offset_index_problem(path: &Path) -> Option<String> {
+fn offset_index_problem(path: &Path) -> Option<IndexProblem> {
     use std::os::unix::fs::FileExt;
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some("the offset index is missing".into()),
-        Err(e) => return Some(format!("the offset index cannot be opened ({e})")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(IndexProblem::Missing),
+        Err(e) => return Some(IndexProblem::Corrupt(format!("index file {} cannot be opened ({e})", path.display()))),
     };
     let len = file.metadata().map_or(1, |m| m.len());
     if len % 8 != 0 {
-        return Some(format!("the offset index is corrupt: its length {len} is not a multiple of 8"));
+        return Some(IndexProblem::Corrupt(format!(
+            "index file {} has a length of {len} bytes, which is not a multiple of the 8-byte entry size",
+            path.display()
+        )));
     }
     let mut last = [0u8; 8];
     if len >= 8 && file.read_exact_at(&mut last, len - 8).is_ok() {
         let relative = i32::from_be_bytes([last[0], last[1], last[2], last[3]]);
         let position = i32::from_be_bytes([last[4], last[5], last[6], last[7]]);
         if relative < 0 || position < 0 {
-            return Some(format!(
-                "the offset index is corrupt: its last entry (relative offset {relative}, position {position}) is negative"
-            ));
+            return Some(IndexProblem::Corrupt(format!(
+                "index file {} ends with an entry of relative offset {relative} and position {position}; \
+                 neither may be negative",
+                path.display()
+            )));
         }
     }
     None
@@ -334,9 +398,14 @@ fn offset_index_problem(path: &Path) -> Option<String> {
 
 /// Why a time index cannot be trusted: its length is not a whole number of 12-byte entries
 /// (a torn write or truncation; Kafka does not check the time index at load).
-fn time_index_problem(path: &Path) -> Option<String> {
+fn time_index_problem(path: &Path) -> Option<IndexProblem> {
     let len = std::fs::metadata(path).ok()?.len();
-    (len % 12 != 0).then(|| format!("the time index is corrupt: its length {len} is not a multiple of 12"))
+    (len % 12 != 0).then(|| {
+        IndexProblem::Corrupt(format!(
+            "time index file {} has a length of {len} bytes, which is not a multiple of the 12-byte entry size",
+            path.display()
+        ))
+    })
 }
 
 /// Recovers one segment (Kafka's `recoverSegment`): offsets that go backwards leave it empty
@@ -351,7 +420,8 @@ fn recover_or_split(
     let outcome = match segment.recover() {
         Err(Error::OffsetOverflow { offset, .. }) => {
             log::warn!(
-                "offset {offset} does not fit segment {} (a log written before KAFKA-6264); splitting it",
+                "Caught segment overflow error: offset {offset} does not fit log segment {} (a log written \
+                 before KAFKA-6264). Split segment and retry.",
                 segment.path().display()
             );
             result.segments_split += 1;
@@ -361,9 +431,12 @@ fn recover_or_split(
     };
     let truncated = match outcome {
         Err(Error::InvalidOffset { reason }) => {
+            let size = segment.size();
             log::warn!(
-                "invalid offset while recovering {}: {reason}; truncating the segment to empty",
-                segment.path().display()
+                "Found invalid offset during recovery of log segment {}: {reason}. Deleting the corrupt segment \
+                 and creating an empty one with starting offset {} ({size} bytes discarded from byte offset 0)",
+                segment.path().display(),
+                segment.base_offset()
             );
             segment.truncate_to(segment.base_offset())?
         }
@@ -397,16 +470,19 @@ fn recover_unflushed(
         if already.contains(&segment.base_offset()) {
             continue;
         }
-        log::info!("recovering unflushed segment {} in {}", segment.base_offset(), dir.display());
+        log::info!("Recovering unflushed segment {} of {}", segment.base_offset(), dir.display());
         let next_base = pending.front().map_or(i64::MAX, |s| s.base_offset());
         if recover_or_split(&segment, params, local, result)? > 0 {
             let doomed = local.segments().values_range(next_base, i64::MAX);
             if !doomed.is_empty() {
                 log::warn!(
-                    "deleting {} segments of {} that follow the truncated segment {}",
-                    doomed.len(),
+                    "Corruption found in segment {} of {}, truncating to offset {}: deleting the {} segments after \
+                     it, {}",
+                    segment.base_offset(),
                     dir.display(),
-                    segment.base_offset()
+                    segment.read_next_offset().unwrap_or(segment.base_offset()),
+                    doomed.len(),
+                    describe_segments(&doomed)
                 );
                 result.segments_deleted += doomed.len();
                 local.remove_and_delete_segments(&doomed, params.config)?;
@@ -441,13 +517,15 @@ fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut Lo
             other => other?,
         };
         if !params.read_only && result.log_end_offset < checkpoint_start {
-            log::warn!(
-                "the log start offset checkpoint {checkpoint_start} is past the log end offset {} of {}; \
-                 deleting every segment and restarting the log at {checkpoint_start}",
-                result.log_end_offset,
-                dir.display()
-            );
             let all = local.segments().values();
+            log::warn!(
+                "Deleting all segments of {} because logEndOffset ({}) is smaller than logStartOffset \
+                 {checkpoint_start}. This could happen if segment files were deleted from the file system. \
+                 Deleted: {}",
+                dir.display(),
+                result.log_end_offset,
+                describe_segments(&all)
+            );
             result.segments_deleted += all.len();
             result.log_start_wiped = true;
             local.remove_and_delete_segments(&all, params.config)?;
@@ -491,6 +569,18 @@ fn remove_stray_snapshots(files: &[(String, PathBuf)], log_end_offset: i64) -> R
         }
     }
     Ok(())
+}
+
+/// A file's length in bytes (0 if it cannot be read), for the warnings.
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// `<file> (<n> bytes), ...; <total> bytes in all`, for the warnings that delete segments.
+fn describe_segments(segments: &[Arc<LogSegment>]) -> String {
+    let files: Vec<String> = segments.iter().map(|s| format!("{} ({} bytes)", s.path().display(), s.size())).collect();
+    let total: u64 = segments.iter().map(|s| s.size()).sum();
+    format!("{}; {total} bytes in all", files.join(", "))
 }
 
 /// `<20 digits><suffix>` exactly.

@@ -63,6 +63,7 @@ pub fn split_overflowed_segment(segment: &Arc<LogSegment>, config: &LogConfig, l
             return Err(e);
         }
     }
+    warn_invalid_tail(segment, valid, size, parts.is_empty());
     if parts.is_empty() {
         // Nothing valid to keep: an empty segment at the old base takes its place.
         return segment.truncate_to(segment.base_offset());
@@ -79,11 +80,29 @@ pub fn split_overflowed_segment(segment: &Arc<LogSegment>, config: &LogConfig, l
         p.log().set_modified(mtime)?;
     }
     log::info!(
-        "split {} into {} segments at base offsets {:?}",
+        "Replacing overflowed segment {} with {} split segments at base offsets {:?}",
         segment.path().display(),
         parts.len(),
         parts.iter().map(|p| p.base_offset()).collect::<Vec<_>>()
     );
     local.replace_segments(&parts, std::slice::from_ref(segment), config)?;
     Ok(size - valid)
+}
+
+/// The warning for the bytes a split leaves behind (from `valid` to `size`), if any.
+fn warn_invalid_tail(segment: &LogSegment, valid: u64, size: u64, nothing_valid: bool) {
+    if nothing_valid {
+        log::warn!(
+            "Found invalid messages in log segment {} at byte offset 0 while splitting it: no valid batch. \
+             Truncating the segment from {size} to 0 bytes ({size} bytes discarded)",
+            segment.path().display()
+        );
+    } else if valid < size {
+        log::warn!(
+            "Found invalid messages in log segment {} at byte offset {valid} while splitting it. The split \
+             segments end there ({} bytes discarded)",
+            segment.path().display(),
+            size - valid
+        );
+    }
 }

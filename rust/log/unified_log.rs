@@ -714,7 +714,7 @@ impl UnifiedLog {
             let to = if s.base_offset() == bound_base { bound_position } else { s.size() };
             let mut more = true;
             let path = s.path();
-            s.log().for_each_batch(from, to, &mut buf, |position, batch| {
+            let scan_end = s.log().for_each_batch(from, to, &mut buf, |position, batch| {
                 // Kafka's consumers check every batch's CRC (check.crcs); so does every scan.
                 batch.ensure_valid().map_err(|e| e.in_file(&path, position))?;
                 check_batch_in_segment(&s, next_base, &batch, position)?;
@@ -725,6 +725,11 @@ impl UnifiedLog {
                 more = f(batch)?;
                 Ok(more)
             })?;
+            if scan_end.torn_tail {
+                // Bytes after the last complete batch of an older segment: skipped, as a fetch
+                // skips them, unless the data goes on after them (a damaged batch).
+                s.check_torn_tail(scan_end.position)?;
+            }
             if !more || s.base_offset() >= bound_base {
                 break;
             }

@@ -8,13 +8,18 @@
 //! directory whose name is not `<topic>-<partition>`, the same partition in two dirs) fails the
 //! start-up, as in Kafka.
 //!
+//! A partition directory another writer holds (a distributed clean, a standalone open) is
+//! waited for, up to `LoadContext::partition_lock_timeout`, as a broker at start-up waits for
+//! nothing but would otherwise fail: then the start-up fails naming the partition and the
+//! holder. The wait is on the wall clock (the holder is another process), polling the lock.
+//!
 //! Thread-safety: `load_log_dirs` blocks its caller until every loader thread has finished.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -44,6 +49,8 @@ pub struct DirRecoveryProgress {
     pub logs_remaining: usize,
     /// Segments still to recover in the logs being loaded right now.
     pub segments_remaining: usize,
+    /// Partition directories whose lock another writer holds, waited for now.
+    pub waiting_for_lock: Vec<PathBuf>,
 }
 
 /// Called with the progress of every dir each time it changes.
@@ -97,7 +104,14 @@ pub struct LoadContext<'a> {
     pub failure_channel: Arc<LogDirFailureChannel>,
     /// Progress listener.
     pub progress: Option<ProgressCallback>,
+    /// How long to wait for a partition directory locked by another writer.
+    pub partition_lock_timeout: Duration,
 }
+
+/// The first pause between two attempts to take a partition's lock; it doubles up to
+/// [`LOCK_POLL_MAX`].
+const LOCK_POLL_START: Duration = Duration::from_millis(10);
+const LOCK_POLL_MAX: Duration = Duration::from_millis(200);
 
 struct Tracker {
     dirs: Vec<DirRecoveryProgress>,
@@ -136,6 +150,7 @@ pub fn load_log_dirs(dirs: &[PathBuf], ctx: &LoadContext<'_>) -> Result<Vec<(Vec
                 logs_total: plan.as_ref().map_or(0, |p| p.children.len()),
                 logs_remaining: plan.as_ref().map_or(0, |p| p.children.len()),
                 segments_remaining: 0,
+                waiting_for_lock: Vec::new(),
             })
             .collect(),
         per_thread: HashMap::new(),
@@ -259,7 +274,16 @@ fn load_dir(
                             t.per_thread.iter().filter(|((d, _), _)| *d == index).map(|(_, n)| n).sum();
                     });
                 }));
-                let loaded = load_partition(path, tp, plan, ctx, on_segments.clone());
+                let waiting = |on: bool| {
+                    progress.update(|t| {
+                        let w = &mut t.dirs[index].waiting_for_lock;
+                        w.retain(|p| p != path);
+                        if on {
+                            w.push(path.clone());
+                        }
+                    });
+                };
+                let loaded = load_partition(path, tp, plan, ctx, on_segments.clone(), &waiting);
                 // A failed load leaves no segments to recover in this thread either.
                 (on_segments.0)(0);
                 let mut o = out.lock();
@@ -310,6 +334,7 @@ fn load_partition(
     plan: &DirPlan,
     ctx: &LoadContext<'_>,
     progress: RecoveryProgressFn,
+    waiting: &dyn Fn(bool),
 ) -> Result<(LoadedDir, Option<crate::log::unified_log::LoadResult>)> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if name.ends_with(DELETE_DIR_SUFFIX) {
@@ -331,7 +356,7 @@ fn load_partition(
         progress: Some(progress),
     };
     let started = Instant::now();
-    let log = Arc::new(UnifiedLog::open(path, config, options)?);
+    let log = Arc::new(open_when_unlocked(path, &config, &options, ctx.partition_lock_timeout, waiting)?);
     let load = log.load_result();
     log::info!(
         "completed load of {} with {} segments, log start offset {} and log end offset {} in {} ms",
@@ -343,4 +368,52 @@ fn load_partition(
     );
     let item = if name.ends_with(FUTURE_DIR_SUFFIX) { LoadedDir::Future(log) } else { LoadedDir::Current(log) };
     Ok((item, Some(load)))
+}
+
+/// Opens a partition, waiting up to `timeout` while another writer holds its directory's lock;
+/// `waiting` is told when the wait starts and ends. The error after the timeout names the
+/// partition, the holder and the time waited.
+fn open_when_unlocked(
+    path: &Path,
+    config: &LogConfig,
+    options: &LogOpenOptions,
+    timeout: Duration,
+    waiting: &dyn Fn(bool),
+) -> Result<UnifiedLog> {
+    let started = Instant::now();
+    let mut pause = LOCK_POLL_START;
+    let mut waited = false;
+    loop {
+        match UnifiedLog::open(path, config.clone(), options.clone()) {
+            Err(Error::LogDirLocked { path: locked, holder, .. }) if locked == path => {
+                let elapsed = started.elapsed();
+                if elapsed >= timeout {
+                    if waited {
+                        waiting(false);
+                    }
+                    let waited_ms = Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+                    return Err(Error::LogDirLocked { path: locked, holder, waited_ms });
+                }
+                if !waited {
+                    log::warn!(
+                        "{} is locked by another writer ({}); waiting up to {} ms for it",
+                        path.display(),
+                        holder.as_deref().unwrap_or("holder unknown"),
+                        timeout.as_millis()
+                    );
+                    waiting(true);
+                    waited = true;
+                }
+                std::thread::sleep(pause.min(timeout.saturating_sub(elapsed)));
+                pause = (pause * 2).min(LOCK_POLL_MAX);
+            }
+            other => {
+                if waited {
+                    waiting(false);
+                    log::info!("{} is free after {} ms", path.display(), started.elapsed().as_millis());
+                }
+                return other;
+            }
+        }
+    }
 }

@@ -54,9 +54,28 @@ pub fn read_checkpoint_or_empty(dir: &Path, name: &str) -> HashMap<TopicPartitio
     match read_offset_checkpoint(&path) {
         Ok(entries) => entries.into_iter().collect(),
         Err(e) => {
-            log::warn!("ignoring unreadable checkpoint {}: {e}; treating it as empty", path.display());
+            let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+            log::warn!(
+                "Error occurred while reading {name} file of directory {} ({bytes} bytes discarded): {e}. {}",
+                dir.display(),
+                discarded_checkpoint_consequence(name)
+            );
             HashMap::new()
         }
+    }
+}
+
+/// What reading a checkpoint as empty means, in Kafka's words where Kafka has them.
+fn discarded_checkpoint_consequence(name: &str) -> &'static str {
+    match name {
+        RECOVERY_POINT_CHECKPOINT_FILE => {
+            "Resetting the recovery checkpoint to 0 (after an unclean shutdown every segment is recovered)"
+        }
+        LOG_START_OFFSET_CHECKPOINT_FILE => "Resetting to the base offset of the first segment",
+        CLEANER_OFFSET_CHECKPOINT_FILE => {
+            "Resetting the first dirty offsets: the compacted logs are cleaned again from their log start offset"
+        }
+        _ => "Treating it as empty",
     }
 }
 

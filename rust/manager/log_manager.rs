@@ -59,7 +59,13 @@ pub struct LogManagerOptions {
     /// Per-topic configs (Kafka reads these from the cluster metadata); others use the
     /// broker defaults.
     pub topic_configs: HashMap<String, LogConfig>,
+    /// How long start-up waits for a partition directory another writer has locked (a
+    /// distributed clean, a standalone open) before it fails naming the partition and holder.
+    pub partition_lock_timeout: std::time::Duration,
 }
+
+/// [`LogManagerOptions::partition_lock_timeout`]'s default.
+pub const DEFAULT_PARTITION_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Default for LogManagerOptions {
     fn default() -> Self {
@@ -68,6 +74,7 @@ impl Default for LogManagerOptions {
             start_scheduler: true,
             progress: None,
             topic_configs: HashMap::new(),
+            partition_lock_timeout: DEFAULT_PARTITION_LOCK_TIMEOUT,
         }
     }
 }
@@ -155,6 +162,7 @@ impl LogManager {
             clock: clock.clone(),
             failure_channel: failure_channel.clone(),
             progress: options.progress.clone(),
+            partition_lock_timeout: options.partition_lock_timeout,
         };
         let loaded = load_log_dirs(&live, &ctx)?;
         let mut state = State { dirs, topic_configs: options.topic_configs.clone(), ..State::default() };

@@ -65,14 +65,15 @@ fn errno_of_kind(kind: std::io::ErrorKind) -> i32 {
     }
 }
 
-/// Runs `f` with the GIL released (all I/O goes through here), converts its error, and
-/// honours Ctrl-C pressed meanwhile.
+/// Runs `f` with the GIL released (all I/O goes through here), delivers the log events queued
+/// meanwhile to Python's `logging`, converts its error, and honours Ctrl-C pressed meanwhile.
 pub fn run<T, F>(py: Python<'_>, f: F) -> PyResult<T>
 where
     T: Send,
     F: FnOnce() -> crate::error::Result<T> + Send,
 {
-    let result = py.detach(f);
+    let result = py.detach(|| super::logging::in_call(f));
+    super::logging::flush(py)?; // the call's log events reach Python's handlers before it returns
     py.check_signals()?;
     result.map_err(|e| to_py_err(py, e))
 }

@@ -29,7 +29,7 @@ use crate::manager::log_manager::{LogManager, LogManagerOptions};
 use crate::util::clock::{ManualClock, SharedClock};
 
 /// (dir, logs_total, logs_remaining, segments_remaining) for each log dir.
-type PyProgress = Vec<(PathBuf, usize, usize, usize)>;
+type PyProgress = Vec<(PathBuf, usize, usize, usize, Vec<PathBuf>)>;
 /// (path, online, cordoned, partitions, offline_reason, directory_id).
 type PyLogDir = (PathBuf, bool, bool, usize, Option<String>, Option<String>);
 /// (dir, had_clean_shutdown, logs, segments, segments_recovered, bytes_truncated, ms, error).
@@ -65,7 +65,7 @@ struct Mailbox {
 impl PyLogManager {
     /// Opens the log dirs named in `config` (broker keys) and loads every partition.
     #[staticmethod]
-    #[pyo3(signature = (config, topic_configs, start_scheduler, mock_time_ms, progress))]
+    #[pyo3(signature = (config, topic_configs, start_scheduler, mock_time_ms, progress, lock_timeout_ms))]
     #[allow(clippy::needless_pass_by_value)]
     fn open(
         py: Python<'_>,
@@ -74,6 +74,7 @@ impl PyLogManager {
         start_scheduler: bool,
         mock_time_ms: Option<i64>,
         progress: Option<Py<PyAny>>,
+        lock_timeout_ms: u64,
     ) -> PyResult<Self> {
         let config = LogManagerConfig::from_props(config.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .map_err(|e| to_py_err(py, e))?;
@@ -92,7 +93,15 @@ impl PyLogManager {
             Arc::new(move |dirs: &[DirRecoveryProgress]| {
                 let snapshot = dirs
                     .iter()
-                    .map(|d| (d.dir.clone(), d.logs_total, d.logs_remaining, d.segments_remaining))
+                    .map(|d| {
+                        (
+                            d.dir.clone(),
+                            d.logs_total,
+                            d.logs_remaining,
+                            d.segments_remaining,
+                            d.waiting_for_lock.clone(),
+                        )
+                    })
                     .collect();
                 mailbox.0.lock().progress = Some(snapshot);
                 mailbox.1.notify_all();
@@ -103,6 +112,7 @@ impl PyLogManager {
             start_scheduler: start_scheduler && manual_clock.is_none(),
             progress: callback,
             topic_configs: topics,
+            partition_lock_timeout: Duration::from_millis(lock_timeout_ms),
         };
         let done = mailbox.clone();
         let loader = std::thread::Builder::new()
@@ -130,6 +140,7 @@ impl PyLogManager {
             }
         }
         let result = py.detach(|| loader.join());
+        super::logging::flush(py)?; // the recovery warnings reach Python's handlers before open returns
         let manager = match result {
             Ok(r) => r.map_err(|e| to_py_err(py, e))?,
             Err(_) => {
@@ -206,7 +217,9 @@ impl PyLogManager {
     /// Runs the scheduled tasks that are due; returns the ms until the next one.
     fn tick(&self, py: Python<'_>) -> i64 {
         let manager = self.inner.clone();
-        py.detach(move || manager.tick())
+        let next = py.detach(move || super::logging::in_call(|| manager.tick()));
+        super::logging::flush_in_infallible_call(py);
+        next
     }
 
     /// Moves a manual clock forward and runs what became due.

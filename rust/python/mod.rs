@@ -11,6 +11,7 @@ mod decode;
 mod errors;
 mod fault;
 mod log;
+mod logging;
 mod manager;
 
 use pyo3::prelude::*;
@@ -25,6 +26,7 @@ fn decode_batches(py: Python<'_>, data: pyo3::pybacked::PyBackedBytes) -> PyResu
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    logging::install(m.py())?;
     m.add_class::<log::PyUnifiedLog>()?;
     m.add_class::<manager::PyLogManager>()?;
     m.add_class::<cleaner_status::PyCleanerStatus>()?;
@@ -39,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(checkpoints::read_properties, m)?)?;
     m.add_function(wrap_pyfunction!(fault::inject_fault, m)?)?;
     m.add_function(wrap_pyfunction!(fault::clear_faults, m)?)?;
+    m.add_function(wrap_pyfunction!(logging::logging_state, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -12,7 +12,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
@@ -69,6 +69,8 @@ pub struct FileRecords {
     file: File,
     size: AtomicU64,
     writable: bool,
+    /// Whether a read already warned of this file's torn tail (once per open file).
+    torn_tail_reported: AtomicBool,
 }
 
 impl FileRecords {
@@ -91,7 +93,13 @@ impl FileRecords {
                 .map_err(|e| Error::io(&path, "preallocate", e))?;
             size = 0;
         }
-        Ok(FileRecords { path: RwLock::new(path), file, size: AtomicU64::new(size), writable })
+        Ok(FileRecords {
+            path: RwLock::new(path),
+            file,
+            size: AtomicU64::new(size),
+            writable,
+            torn_tail_reported: AtomicBool::new(false),
+        })
     }
 
     /// Current file path.
@@ -302,27 +310,55 @@ impl FileRecords {
     }
 
     /// Finds the first batch whose last offset is at or above `target`, scanning headers from
-    /// `start` (`searchForOffsetWithSize`). Returns (batch last offset, position, size).
-    /// A batch whose declared size runs past the end of the file is corruption here: the file
-    /// holds only complete batches up to its size (recovery cut any torn tail).
-    pub fn search_for_offset_with_size(&self, target: i64, start: u64) -> Result<Option<BatchHeaderInfo>> {
+    /// `start` (`searchForOffsetWithSize`), and says how the scan ended. `None` when no
+    /// complete batch from `start` on reaches `target`: the offset lies beyond this file, or
+    /// in bytes after its last complete batch (`ScanEnd::torn_tail`; the caller decides what
+    /// they are, see `LogSegment::check_torn_tail`).
+    ///
+    /// The scan trusts each header's last offset (Kafka's does too). When `target` falls in a
+    /// gap before the batch found (offsets a compaction removed, or a damaged last offset delta
+    /// in the batch before, which would make the read pass over that batch's last records), the
+    /// batch before is checked against its CRC: damage there is reported, not skipped.
+    pub fn search_for_offset_with_size(&self, target: i64, start: u64) -> Result<(Option<BatchHeaderInfo>, ScanEnd)> {
         let mut found = None;
-        let size = self.size();
-        let end = self.for_each_header(start, size, |h| {
+        let mut previous: Option<BatchHeaderInfo> = None;
+        let end = self.for_each_header(start, self.size(), |h| {
             if h.last_offset >= target {
                 found = Some(*h);
                 return Ok(false);
             }
+            previous = Some(*h);
             Ok(true)
         })?;
-        if found.is_none() && end.torn_tail {
-            return Err(Error::corrupt(
-                end.position,
-                format!("the record batch here runs past the end of the segment (size {size}); the file is damaged"),
-            )
-            .in_file(&self.path(), 0));
+        if let (Some(h), Some(before)) = (found, previous) {
+            if h.magic >= 2 && h.base_offset > target && before.magic >= 2 {
+                self.ensure_valid_at(&before)?;
+            }
         }
-        Ok(found)
+        Ok((found, end))
+    }
+
+    /// Reads the batch `h` describes and checks its CRC.
+    fn ensure_valid_at(&self, h: &BatchHeaderInfo) -> Result<()> {
+        let mut bytes = Vec::new();
+        self.read_into(h.position, h.size as usize, &mut bytes)?;
+        let batch = crate::record::batch::RecordBatch::new(&bytes).map_err(|e| e.in_file(&self.path(), h.position))?;
+        batch.ensure_valid().map_err(|e| e.in_file(&self.path(), h.position))
+    }
+
+    /// Warns, once per open file, that the bytes from `position` to `end` do not form a
+    /// complete batch (see `LogSegment::check_torn_tail`, which decides that they are a torn
+    /// tail and calls this).
+    pub fn report_torn_tail(&self, position: u64, end: u64) {
+        if !self.torn_tail_reported.swap(true, Ordering::Relaxed) {
+            log::warn!(
+                "Log segment {} has {} bytes at position {position} that do not form a complete record batch \
+                 (a torn write or damage below the recovery point); reads skip them and go on with the next \
+                 segment",
+                self.path().display(),
+                end.saturating_sub(position)
+            );
+        }
     }
 
     /// Visits every complete batch from `start` to `end`, loading bodies in large chunks, until

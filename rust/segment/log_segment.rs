@@ -5,6 +5,7 @@
 //! serialises appends, truncation, recovery, roll and renames under its write lock.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::UNIX_EPOCH;
 
 use parking_lot::Mutex;
@@ -13,7 +14,7 @@ use super::file_records::{BatchHeaderInfo, FileRecords};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::index::lazy::LazyIndex;
-use crate::index::offset_index::OffsetIndex;
+use crate::index::offset_index::{OffsetIndex, OffsetPosition};
 use crate::index::time_index::{TimeIndex, TimestampOffset};
 use crate::log::file_names::{log_file, offset_index_file, time_index_file, transaction_index_file, with_suffix};
 use crate::record::records::BatchIter;
@@ -81,6 +82,11 @@ pub struct LogSegment {
     read_only: bool,
     clock: SharedClock,
     state: Mutex<SegmentState>,
+    /// Whether a lookup already warned that an offset index entry does not match the data.
+    index_mismatch_reported: AtomicBool,
+    /// Where a scan last found no complete batch, and what is there (`check_torn_tail`): the
+    /// reason the batch is damaged, or `None` for a torn tail.
+    torn_tail_verdict: Mutex<Option<(u64, Option<String>)>>,
 }
 
 impl LogSegment {
@@ -128,6 +134,8 @@ impl LogSegment {
                 created_ms: now,
                 record_count: None,
             }),
+            index_mismatch_reported: AtomicBool::new(false),
+            torn_tail_verdict: Mutex::new(None),
         })
     }
 
@@ -231,23 +239,112 @@ impl LogSegment {
 
     /// Finds the batch containing `offset` at or after `start_position` (`translateOffset`):
     /// an index lookup, then a forward scan of batch headers.
+    ///
+    /// Kafka trusts the index entry; kafkalog checks it against the batch header it reads
+    /// there anyway. An entry that points past the data, at bytes that are not a batch, or at
+    /// a batch starting after the offset the entry names would make the scan pass over
+    /// records, so the lookup then scans from the start of the segment and warns (once per
+    /// segment). Recovery rebuilds such an index when it rescans the segment.
     pub fn translate_offset(&self, offset: i64, start_position: u64) -> Result<Option<BatchHeaderInfo>> {
         let mapping = self.offset_index.get()?.lookup(offset);
-        if u64::from(mapping.position) > self.log.size() {
-            // An entry past the end of the data: the index is damaged (it would skip records).
-            let index = self.offset_index.get()?;
-            return Err(Error::CorruptIndex {
-                file: index.path().to_path_buf(),
-                reason: format!(
-                    "the entry for offset {} points at position {}, past the end of {} (size {})",
-                    mapping.offset,
-                    mapping.position,
-                    self.path().display(),
-                    self.log.size()
-                ),
-            });
+        let from = start_position.max(u64::from(mapping.position));
+        if from == u64::from(mapping.position) && mapping.position > 0 {
+            if let Some(reason) = self.index_entry_mismatch(mapping) {
+                self.report_index_mismatch(mapping, &reason);
+                return self.search(offset, start_position);
+            }
         }
-        self.log.search_for_offset_with_size(offset, start_position.max(u64::from(mapping.position)))
+        self.search(offset, from)
+    }
+
+    fn search(&self, offset: i64, from: u64) -> Result<Option<BatchHeaderInfo>> {
+        let (found, end) = self.log.search_for_offset_with_size(offset, from)?;
+        if found.is_none() && end.torn_tail {
+            self.check_torn_tail(end.position)?;
+        }
+        Ok(found)
+    }
+
+    /// Decides what the bytes from `position` (where a scan found no complete batch) to the end
+    /// of the data are. If the data goes on after them (the offset index points at batches
+    /// after `position`, or the batch's CRC matches a shorter length ending where another batch
+    /// starts: see `torn_tail`), the batch there has a damaged length: `CorruptRecord`.
+    /// Otherwise they are a torn tail: a cut file, or a torn write below the recovery point,
+    /// which recovery would have cut from a segment it rescans. Every read path (fetches,
+    /// scans, the cleaner) then treats the segment as ending at `position` and goes on with the
+    /// next one, as Kafka's reads do; the first time is logged. The verdict is kept: a segment
+    /// with a torn tail is not appended to.
+    pub fn check_torn_tail(&self, position: u64) -> Result<()> {
+        let cached = self.torn_tail_verdict.lock().as_ref().filter(|(at, _)| *at == position).map(|(_, v)| v.clone());
+        let verdict = if let Some(v) = cached {
+            v
+        } else {
+            let v = self.damaged_length(position)?;
+            *self.torn_tail_verdict.lock() = Some((position, v.clone()));
+            v
+        };
+        if let Some(reason) = verdict {
+            return Err(Error::corrupt(position, reason).in_file(&self.path(), 0));
+        }
+        self.log.report_torn_tail(position, self.log.size());
+        Ok(())
+    }
+
+    /// Why the batch at `position`, whose length runs past the end of the data, is a damaged
+    /// batch rather than a torn tail; `None` for a torn tail.
+    fn damaged_length(&self, position: u64) -> Result<Option<String>> {
+        let size = self.log.size();
+        let index = self.offset_index.get()?;
+        let entries = index.entries();
+        let first_after =
+            partition_point(entries, |n| index.entry(n).map_or(true, |e| u64::from(e.position) <= position));
+        if let Some(after) = (first_after < entries).then(|| index.entry(first_after)).transpose()? {
+            if u64::from(after.position) < size {
+                return Ok(Some(format!(
+                    "the record batch here runs past the end of the segment (size {size}), but the offset index \
+                     has an entry for offset {} at position {} after it: the batch's length is damaged",
+                    after.offset, after.position
+                )));
+            }
+        }
+        Ok(super::torn_tail::crc_length(&self.log, position)?.map(|length| {
+            format!(
+                "the record batch here runs past the end of the segment (size {size}), but its CRC matches a \
+                 batch of {length} bytes: the batch's length is damaged"
+            )
+        }))
+    }
+
+    /// Why the batch at `entry`'s position contradicts the entry, if it does. An entry names
+    /// the last offset of the batches appended at its position, so the batch found there
+    /// cannot start after it.
+    fn index_entry_mismatch(&self, entry: OffsetPosition) -> Option<String> {
+        let size = self.log.size();
+        if u64::from(entry.position) >= size {
+            return Some(format!("it points past the end of the data (size {size})"));
+        }
+        match self.log.read_header(u64::from(entry.position), size) {
+            Ok(Some(h)) if h.base_offset > entry.offset => {
+                Some(format!("the record batch there starts at offset {}", h.base_offset))
+            }
+            Ok(Some(_)) => None,
+            Ok(None) => Some("no complete record batch starts there".to_string()),
+            Err(e) => Some(format!("the bytes there are not a record batch header ({e})")),
+        }
+    }
+
+    fn report_index_mismatch(&self, entry: OffsetPosition, reason: &str) {
+        if !self.index_mismatch_reported.swap(true, Ordering::Relaxed) {
+            let index = self.offset_index.get().map(|i| i.path().to_path_buf()).unwrap_or_default();
+            log::warn!(
+                "Found a corrupted index file {} corresponding to log file {}: the entry for offset {} at \
+                 position {} does not match the data ({reason}); lookups in this segment scan it from its start",
+                index.display(),
+                self.path().display(),
+                entry.offset,
+                entry.position
+            );
+        }
     }
 
     /// The bytes to return for a fetch at `start_offset` (`LogSegment.read`): at most `max_size`
@@ -276,15 +373,37 @@ impl LogSegment {
         Ok(Some(FetchSlice { position: start, size: end - start }))
     }
 
-    /// Offset after the last batch (`readNextOffset`), or the base offset when empty.
+    /// Offset after the last complete batch (`readNextOffset`), or the base offset when empty.
+    /// Bytes after the last complete batch (a torn tail, which recovery cuts from the segments
+    /// it rescans) are skipped and reported, as every read skips them.
     pub fn read_next_offset(&self) -> Result<i64> {
-        Ok(self.read_next_offset_and_end()?.0)
+        let (next, end) = self.scan_to_end()?;
+        if end.torn_tail {
+            self.check_torn_tail(end.position)?;
+        }
+        Ok(next)
     }
 
     /// Offset after the last complete batch and the position where that batch ends. A writable
-    /// segment with a torn tail is an error (recovery should have cut it); a read-only segment
-    /// of a live log simply ends at its last complete batch.
+    /// segment with a torn tail is an error (recovery should have cut it; the loader recovers
+    /// the active segment on it); a read-only segment of a live log simply ends at its last
+    /// complete batch.
     pub fn read_next_offset_and_end(&self) -> Result<(i64, u64)> {
+        let size = self.log.size();
+        let (next, end) = self.scan_to_end()?;
+        if end.torn_tail && !self.read_only {
+            return Err(Error::corrupt(
+                end.position,
+                format!("incomplete record batch at the end of the segment (size {size})"),
+            )
+            .in_file(&self.path(), 0));
+        }
+        Ok((next, end.position))
+    }
+
+    /// Scans the headers after the last index entry: the offset after the last complete batch
+    /// and how the scan ended.
+    fn scan_to_end(&self) -> Result<(i64, super::file_records::ScanEnd)> {
         let size = self.log.size();
         let start = u64::from(self.offset_index.get()?.lookup(i64::MAX).position);
         let start = if start < size { start } else { 0 };
@@ -308,14 +427,7 @@ impl LogSegment {
             }
             Err(e) => return Err(e),
         };
-        if end.torn_tail && !self.read_only {
-            return Err(Error::corrupt(
-                end.position,
-                format!("incomplete record batch at the end of the segment (size {size})"),
-            )
-            .in_file(&self.path(), 0));
-        }
-        Ok((next, end.position))
+        Ok((next, end))
     }
 
     /// For the read-only view of a live log's active segment: ends the view at `end` (where the
@@ -369,17 +481,11 @@ impl LogSegment {
         let mut count: u64 = 0;
         let mut first_ts = None;
         let mut buf = Vec::new();
+        // Why the valid prefix ends where it does, for the warning.
+        let mut invalid: Option<String> = None;
         let scan = self.log.for_each_batch(0, self.log.size(), &mut buf, |pos, batch| {
-            if pos != valid {
-                return Ok(false);
-            }
-            if batch.ensure_valid().is_err() {
-                return Ok(false);
-            }
-            // Offsets only grow within a segment, from its base offset; a batch that goes back (a
-            // damaged base offset, which the CRC does not cover) ends the valid prefix. Kafka does
-            // not check this and may serve such a batch under the wrong offsets.
-            if batch.base_offset().is_ok_and(|b| b <= last_offset || b < self.base_offset) {
+            if let Some(why) = self.recovery_problem(&batch, pos, valid, last_offset) {
+                invalid = Some(why);
                 return Ok(false);
             }
             last_offset = batch.last_offset();
@@ -400,18 +506,15 @@ impl LogSegment {
             valid += batch.size_in_bytes() as u64;
             Ok(true)
         });
-        if let Err(e) = scan {
+        match scan {
             // Framing errors (a size below the minimum, an unknown magic) end the valid prefix.
-            if !matches!(e, Error::CorruptRecord { .. }) {
-                return Err(e);
-            }
+            Err(e @ Error::CorruptRecord { .. }) => invalid = Some(e.to_string()),
+            Err(e) => return Err(e),
+            Ok(_) => {}
         }
         let truncated = self.log.size() - valid;
         if truncated > 0 {
-            log::warn!(
-                "found invalid bytes at position {valid} in {}; truncating {truncated} bytes",
-                self.path().display()
-            );
+            self.warn_invalid_tail(valid, invalid);
         }
         self.log.truncate_to(valid)?;
         self.offset_index.get_mut()?.trim_to_valid_size()?;
@@ -423,6 +526,66 @@ impl LogSegment {
         st.record_count = Some(count);
         st.rolling_based_timestamp = first_ts;
         Ok(truncated)
+    }
+
+    /// Why recovery must stop at `batch` (found at `position`, where the valid prefix ends at
+    /// `valid`), if it must: it does not follow on, it fails its checks (CRC, sizes), or its
+    /// offsets go back. Offsets only grow within a segment, from its base offset; a damaged base
+    /// offset, which the CRC does not cover, would otherwise serve the batch under the wrong
+    /// offsets (Kafka does not check this).
+    fn recovery_problem(
+        &self,
+        batch: &crate::record::records::AnyBatch<'_>,
+        position: u64,
+        valid: u64,
+        last_offset: i64,
+    ) -> Option<String> {
+        if position != valid {
+            return Some(format!("a batch at byte offset {position} does not follow the one before"));
+        }
+        if let Err(e) = batch.ensure_valid() {
+            return Some(e.to_string());
+        }
+        match batch.base_offset() {
+            Ok(b) if b < self.base_offset => {
+                Some(format!("the batch's base offset {b} is below the segment's base offset {}", self.base_offset))
+            }
+            Ok(b) if b <= last_offset => {
+                Some(format!("the batch's base offset {b} is not above the previous batch's last offset {last_offset}"))
+            }
+            _ => None,
+        }
+    }
+
+    /// Kafka's warning for a recovery that truncates, with the file, the position and the bytes.
+    fn warn_invalid_tail(&self, valid: u64, invalid: Option<String>) {
+        let reason = invalid.unwrap_or_else(|| self.describe_incomplete_batch(valid));
+        let size = self.log.size();
+        log::warn!(
+            "Found invalid messages in log segment {} at byte offset {valid}: {reason}. \
+             Truncating the segment from {size} to {valid} bytes ({} bytes discarded)",
+            self.path().display(),
+            size - valid
+        );
+    }
+
+    /// Why the bytes at `position` are not a complete batch (recovery found no invalid batch, so
+    /// the scan stopped at a batch that runs past the end of the file, or at a partial header).
+    fn describe_incomplete_batch(&self, position: u64) -> String {
+        let remaining = self.log.size().saturating_sub(position);
+        let mut header = Vec::new();
+        match self
+            .log
+            .read_into(position, 17, &mut header)
+            .map(|n| crate::record::records::next_batch_size(&header[..n]))
+        {
+            Ok(Ok(Some(size))) => {
+                format!("a batch of {size} bytes starts there, but only {remaining} bytes remain (a torn write or a damaged size)")
+            }
+            Ok(Ok(None)) => format!("the last {remaining} bytes are too few for a batch header (a torn write)"),
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => format!("the bytes there cannot be read ({e})"),
+        }
     }
 
     /// Truncates everything at or above `offset` (`LogSegment.truncateTo`); returns the bytes
@@ -441,6 +604,7 @@ impl LogSegment {
             let max = ti.max_index_size();
             ti.resize(max)?;
         }
+        crate::index::transaction_index::truncate_to(&self.txn_index_path(), offset)?;
         // As in Kafka, an empty segment restarts its creation time even when nothing was cut.
         let truncated = match mapping {
             // Truncating to the base offset empties the segment whatever offsets it holds.
@@ -666,4 +830,19 @@ fn first_batch_max_timestamp(records: &[u8]) -> i64 {
     } else {
         -1
     }
+}
+
+/// The first `n` in `0..len` for which `pred(n)` is false, `pred` being true then false over
+/// the range (`slice::partition_point` for an indexed sequence).
+fn partition_point(len: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, len);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }

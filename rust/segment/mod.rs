@@ -3,3 +3,4 @@
 pub mod file_records;
 pub mod log_segment;
 pub mod log_segments;
+mod torn_tail;

@@ -85,7 +85,11 @@ impl DirLock {
         if rc != 0 {
             let err = std::io::Error::last_os_error();
             return Err(if err.kind() == std::io::ErrorKind::WouldBlock {
-                Error::LogDirLocked { path: dir.to_path_buf() }
+                Error::LogDirLocked {
+                    path: dir.to_path_buf(),
+                    holder: crate::util::lock_holder::describe(dir),
+                    waited_ms: None,
+                }
             } else {
                 Error::io(dir, "lock directory", err)
             });
@@ -125,7 +129,11 @@ impl FileLock {
         if rc != 0 {
             let err = std::io::Error::last_os_error();
             return Err(match err.raw_os_error() {
-                Some(libc::EAGAIN | libc::EACCES) => Error::LogDirLocked { path: path.to_path_buf() },
+                Some(libc::EAGAIN | libc::EACCES) => Error::LogDirLocked {
+                    path: path.to_path_buf(),
+                    holder: crate::util::lock_holder::describe(path),
+                    waited_ms: None,
+                },
                 _ => Error::io(path, "lock", err),
             });
         }

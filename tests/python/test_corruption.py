@@ -11,10 +11,11 @@ against Kafka's rules:
 - the last segment is recovered after an unclean shutdown, so damage there cuts the log at the
   start of the damaged batch and nothing else is lost;
 - older segments are not re-read at load (they lie below the recovery point): a damaged batch
-  there is reported when it is read (CorruptRecordError), the rest stays readable, except that a
-  fetch trusts the header fields it reads on its way to an offset (base offset, length, last
-  offset delta; Kafka's does too) and may then pass over offsets, though it never serves a
-  record that was not written;
+  there is reported when it is read (CorruptRecordError) and the rest stays readable; bytes after
+  a cut (a torn tail) are not records, and every read moves on to the next segment, as Kafka's
+  does. A fetch trusts the header fields it reads on its way to an offset (base offset, length;
+  Kafka's does too) and may then pass over offsets, though it never serves a record that was
+  not written (a damaged last offset delta is caught: the batch before a gap is CRC-checked);
 - index damage is repaired (recovered segment) or at worst makes a lookup start further on; it
   never makes a read serve a record that was not written at that offset;
 - a damaged checkpoint reads as the value it still parses to, or as empty (full recovery);
@@ -23,9 +24,8 @@ against Kafka's rules:
 - a damaged clean-shutdown marker still counts (Kafka checks that the file exists).
 
 Every record's value is ``<topic>-<partition>:<offset>``, key ``k<offset>`` and timestamp
-``T0 + offset``, so any served record can be checked. Places where kafkalog (and, where said,
-Kafka itself) falls short of "recovered or reported clearly" have their own strict-xfail tests
-below; the random cases accept what Kafka's rules allow there and check everything else.
+``T0 + offset``, so any served record can be checked. The random cases accept what Kafka's
+rules allow and check everything else; cases found by the soak have their own tests below.
 
 Each case runs in-process (a Rust panic surfaces as pyo3's PanicException and fails the case);
 test_corruption_cases_in_a_subprocess runs a share of them in a child interpreter to catch an
@@ -406,14 +406,9 @@ def check_old_log(c: Case) -> None:
                 got = log.read(o, 1).records
                 assert got and got[0].offset == o and got[0].value == value(tp, o), f"read({o}) of an intact batch"
             elif field == "truncated":
-                # A cut inside a batch is reported, naming the segment (Kafka's LocalLog.read
-                # would move on to the next segment); a cut at a batch boundary cannot be told
-                # from a shorter segment, and the read moves on as in Kafka.
-                try:
-                    got = log.read(o, 1).records
-                except (CorruptRecordError, CorruptIndexError) as e:
-                    assert Path(seg.log).name in str(e), f"read({o}): {e}"
-                    continue
+                # The bytes after the cut are not records: the read moves on to the next
+                # segment, as Kafka's LocalLog.read does (and as to_arrow does, below).
+                got = log.read(o, 1).records
                 assert got and got[0].offset == seg.next and got[0].value == value(tp, seg.next), f"read({o})"
             elif field in ("magic", "crc", "covered") and o <= batch.last:
                 try:
@@ -428,8 +423,8 @@ def check_old_log(c: Case) -> None:
                 # A fetch reads the magic, base offset, length and last offset delta of the
                 # batches it passes on its way to an offset before any CRC is checked (Kafka's
                 # does too): a later offset may hit the damaged batch, or the damaged batch's
-                # own offsets may be passed over or served at other offsets (see the xfail tests
-                # below). Either way: reported, or only records that were written.
+                # own offsets may be passed over or served at other offsets. Either way:
+                # reported, or only records that were written.
                 try:
                     got = log.read(o, 1).records
                 except CorruptRecordError:
@@ -656,15 +651,10 @@ def test_random_damage(
     run_cases(fx, kind, damage_kind, CASES, SEED, tmp_path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="found by `make soak` (case 27, seed 1): an old segment cut inside its first batch makes "
-    "to_arrow() raise (FileRecords::search_for_offset_with_size reports a torn tail with no complete "
-    "batch before it), while a cut after its first batch is skipped by the bulk scan, and Kafka's "
-    "read moves on to the next segment in both cases",
-)
 def test_an_old_segment_cut_inside_its_first_batch(unclean: Fixture, tmp_path: Path) -> None:
+    """Found by `make soak` (case 27, seed 1): to_arrow() raised on an old segment cut inside
+    its first batch, while a cut after its first batch was skipped; every read now moves on to
+    the next segment, as Kafka's does."""
     run_cases(unclean, "old_log", "truncate", 28, 1, tmp_path)  # case 27 is the one
 
 
@@ -878,19 +868,13 @@ def test_a_truncated_time_index_still_finds_timestamps(unclean: Fixture, tmp_pat
 @pytest.mark.parametrize(
     "field, position, mask",
     [
-        ("length", 9, 0x01),  # length + 65536: reported as a batch running past the segment's end
-        pytest.param(
-            "last_offset_delta",
-            26,
-            0x02,  # delta 6 -> 4
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="Kafka-equivalent gap: a fetch trusts the last offset delta of the batches it "
-                "passes on its way to an offset without checking their CRC, so a smaller delta makes "
-                "the batch's last offsets be passed over and read() serves the next batch (Kafka's "
-                "searchForOffsetFromPosition trusts it as much)",
-            ),
-        ),
+        # length + 65536: the batch runs past the segment's end, but the offset index points at
+        # batches after it, so it is no torn tail: reported (test_damaged_batches.py has the tail).
+        ("length", 9, 0x01),
+        # delta 6 -> 4: a fetch of the batch's last two offsets passes over the batch (its header
+        # says it ends two offsets early) and lands in a gap before the next one; the batch
+        # before a gap is checked against its CRC, so the damage is reported.
+        ("last_offset_delta", 26, 0x02),
     ],
 )
 def test_a_corrupt_batch_header_in_an_older_segment_is_reported(

@@ -334,7 +334,7 @@ fn log_end_less_than_start_after_reopen() {
     assert_eq!((load.bytes_truncated, load.segments_deleted), (13, 6));
     let warnings = lines_at(&lines, ::log::Level::Warn);
     assert!(
-        warnings.iter().any(|w| w.contains("log start offset checkpoint 4 is past the log end offset 1")),
+        warnings.iter().any(|w| w.contains("because logEndOffset (1) is smaller than logStartOffset 4")),
         "{warnings:?}"
     );
     assert_eq!((log.log_start_offset(), log.log_end_offset(), log.high_watermark()), (4, 4, 4));

@@ -82,7 +82,7 @@ fn a_second_manager_on_the_same_dir_is_refused() {
     let clock = ManualClock::new(T0);
     let first = open(&[tmp.path()], &[], &clock).unwrap();
     match open(&[tmp.path()], &[], &clock) {
-        Err(Error::LogDirLocked { path }) => assert_eq!(path, tmp.path().join(".lock")),
+        Err(Error::LogDirLocked { path, .. }) => assert_eq!(path, tmp.path().join(".lock")),
         other => panic!("expected LogDirLocked, got {:?}", other.map(|_| ())),
     }
     first.close(-1).unwrap();

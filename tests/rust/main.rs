@@ -32,4 +32,7 @@ mod model;
 mod reopen;
 mod retention;
 mod segment;
+mod startup_lock;
+mod throttle;
+mod txn_index;
 mod unified_log;

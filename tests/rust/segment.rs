@@ -338,7 +338,7 @@ fn recovery_with_corrupt_message_truncates_from_that_batch() {
             append(&seg, &records(i, &[&i.to_string()]));
         }
         let corrupt_from = rng.below(20) as i64;
-        let at = seg.log().search_for_offset_with_size(corrupt_from, 0).unwrap().unwrap().position;
+        let at = seg.log().search_for_offset_with_size(corrupt_from, 0).unwrap().0.unwrap().position;
         let position = at + rng.below(15);
         let size = seg.size();
         write_nonsense(&seg.path(), position, (size - position) as usize, round + 1);
@@ -361,7 +361,7 @@ fn recovery_after_a_flipped_byte_mid_file_reports_the_bytes_cut() {
     for i in 0..10 {
         append(&seg, &records(i, &["some value"]));
     }
-    let hit = seg.log().search_for_offset_with_size(5, 0).unwrap().unwrap();
+    let hit = seg.log().search_for_offset_with_size(5, 0).unwrap().0.unwrap();
     let size = seg.size();
     let target = hit.position + 40;
     let mut byte = [0u8; 1];

@@ -1,7 +1,7 @@
 // Times Apache Kafka's own storage code (the kafka-storage / kafka-clients jars on the class
 // path) on a workload, so `make bench-kafka` (benches/bench_kafka.py) can print kafkalog's
 // figure beside Kafka's from one run on one machine. The kafkalog half is
-// examples/bench_workload.rs; both print the same line format.
+// benches/bench_workload.rs; both print the same line format.
 //
 // Usage:
 //   java -cp <kafka jars>:<classes> KafkaStorageBench --workload DIR [options]
@@ -16,7 +16,7 @@
 //   --log-out DIR      where the log that `scan` reads is written and kept (a partition
 //                      directory, e.g. .../bench-0); default: a temporary one, removed at exit
 //
-// A workload directory (examples/bench_workload.rs `write`) holds producer.batches (v2 producer
+// A workload directory (benches/bench_workload.rs `write`) holds producer.batches (v2 producer
 // batches, base offset 0, concatenated in Kafka's own framing) and workload.properties
 // (label=...). With parameters instead, the batches are built here with MemoryRecordsBuilder
 // from the same value/key generator (so sizes match, bytes need not: different lz4 encoders).

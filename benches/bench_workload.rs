@@ -87,7 +87,7 @@ fn flag<T: std::str::FromStr>(flags: &BTreeMap<String, String>, name: &str, defa
     }
 }
 
-#[path = "../benches/workload.rs"]
+#[path = "workload.rs"]
 mod workload;
 use workload::{config, producer_batches, BATCH_BYTES};
 
