@@ -33,7 +33,9 @@ def decode_batches(
 @final
 class UnifiedLog:
     @staticmethod
-    def open(path: str | os.PathLike[str], config: list[tuple[str, str]], read_only: bool) -> UnifiedLog: ...
+    def open(
+        path: str | os.PathLike[str], config: list[tuple[str, str]], read_only: bool, create: bool = True
+    ) -> UnifiedLog: ...
     @staticmethod
     def check_isolation(isolation: str) -> None: ...
     def append_records(

@@ -33,6 +33,7 @@ __all__ = [
     "SparkOptionError",
     "InvalidOptionError",
     "DataLossError",
+    "WorkerImportError",
 ]
 
 
@@ -183,3 +184,8 @@ class DataLossError(SparkOptionError, OffsetOutOfRangeError):
             f"option {self.option!r} {self._shown()}: {self.reason} "
             "(set failOnDataLoss=false to skip lost records instead of failing)"
         )
+
+
+class WorkerImportError(KafkaLogError, ImportError):
+    """Spark's Python workers cannot import kafkalog (``kafkalog.spark.register`` checks), so
+    the data source cannot run; the message says how to make it importable there."""

@@ -127,14 +127,24 @@ class UnifiedLog:
         config: Mapping[str, Any] | None = None,
         *,
         read_only: bool = False,
+        create: bool = True,
     ) -> UnifiedLog:
         """Opens the partition directory ``path`` (named ``<topic>-<partition>``), creating it
-        unless ``read_only``. ``config`` holds Kafka topic configs (``segment.bytes``,
-        ``cleanup.policy``, ...); invalid values raise InvalidConfigError naming the key.
+        when missing unless ``read_only`` or ``create=False``. ``config`` holds Kafka topic
+        configs (``segment.bytes``, ``cleanup.policy``, ...); invalid values raise
+        InvalidConfigError naming the key.
+
+        ``create=False`` is for a directory expected to exist (found earlier, and perhaps
+        deleted since): a missing one raises KafkaLogIOError (errno ENOENT, ``filename`` the
+        path) and nothing is created. A read-only open never creates.
 
         A read-only open takes no lock, writes nothing, runs no recovery, and sees the log up
         to its last complete batch, even while another process appends to it."""
-        return cls(_native.UnifiedLog.open(arg.path("path", path), _config_pairs(config), arg.flag("read_only", read_only)))
+        return cls(
+            _native.UnifiedLog.open(
+                arg.path("path", path), _config_pairs(config), arg.flag("read_only", read_only), arg.flag("create", create)
+            )
+        )
 
     def __enter__(self) -> UnifiedLog:
         return self

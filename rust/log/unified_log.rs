@@ -62,6 +62,11 @@ impl std::fmt::Debug for RecoveryProgressFn {
 pub struct LogOpenOptions {
     /// Open without a lock, write nothing, run no recovery (for analytics readers).
     pub read_only: bool,
+    /// A writable open creates a missing partition directory (default `true`, as Kafka's
+    /// `UnifiedLog` creates its dir). With `false` a missing directory is an `Error::Io`
+    /// (`NotFound`) naming it and nothing is created: for callers that found the directory
+    /// earlier and must not resurrect it if it was deleted since. A read-only open never creates.
+    pub create: bool,
     /// The log dir had a clean-shutdown marker: no segment needs recovery.
     pub had_clean_shutdown: bool,
     /// Recover segments from the one holding this offset on (after an unclean shutdown).
@@ -83,6 +88,7 @@ impl Default for LogOpenOptions {
     fn default() -> Self {
         LogOpenOptions {
             read_only: false,
+            create: true,
             had_clean_shutdown: false,
             recovery_point: None,
             log_start_offset: None,
@@ -184,16 +190,19 @@ pub struct UnifiedLog {
 }
 
 impl UnifiedLog {
-    /// Opens (creating when writable and missing) the partition directory `dir`, whose name
-    /// must be `<topic>-<partition>` (`InvalidArgument` otherwise; a path that is not a
-    /// directory is an `ENOTDIR` I/O error saying what it is).
+    /// Opens the partition directory `dir`, whose name must be `<topic>-<partition>`
+    /// (`InvalidArgument` otherwise; a path that is not a directory is an `ENOTDIR` I/O error
+    /// saying what it is), creating it when missing if the open is writable and
+    /// `options.create` (the default).
     #[allow(clippy::needless_pass_by_value)]
     pub fn open(dir: &Path, config: LogConfig, options: LogOpenOptions) -> Result<Self> {
         config.validate()?;
-        let topic_partition = arguments::partition_dir(dir, options.read_only)?;
-        if !options.read_only {
+        let topic_partition = arguments::partition_dir(dir, options.read_only, options.create)?;
+        if !options.read_only && options.create {
             crate::util::file::create_dir_all(dir)?;
         }
+        // Without `create`, a directory removed after the check fails here (opening it for the
+        // lock), still without creating anything.
         let dir_lock = if options.read_only { None } else { Some(crate::util::file::DirLock::try_lock(dir)?) };
         let progress = options.progress.clone();
         let progress_fn = progress.as_ref().map(|p| move |n: usize| (p.0)(n));

@@ -347,6 +347,7 @@ fn load_partition(
     let config = ctx.topic_configs.get(&tp.topic).unwrap_or(ctx.default_config).clone();
     let options = LogOpenOptions {
         read_only: false,
+        create: true,
         had_clean_shutdown: plan.had_clean_shutdown,
         recovery_point: Some(plan.recovery_points.get(tp).copied().unwrap_or(0)),
         log_start_offset: plan.log_starts.get(tp).copied(),

@@ -109,14 +109,21 @@ pub(crate) fn retention_tuple(r: &crate::log::unified_log::RetentionResult) -> P
 
 #[pymethods]
 impl PyUnifiedLog {
-    /// Opens a partition directory. `config` maps Kafka topic config keys to string values.
+    /// Opens a partition directory. `config` maps Kafka topic config keys to string values;
+    /// `create=False` refuses a missing directory instead of creating it.
     #[staticmethod]
-    #[pyo3(signature = (path, config, read_only))]
+    #[pyo3(signature = (path, config, read_only, create=true))]
     #[allow(clippy::needless_pass_by_value)]
-    fn open(py: Python<'_>, path: PathBuf, config: Vec<(String, String)>, read_only: bool) -> PyResult<Self> {
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        config: Vec<(String, String)>,
+        read_only: bool,
+        create: bool,
+    ) -> PyResult<Self> {
         let config = LogConfig::from_props(config.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .map_err(|e| to_py_err(py, e))?;
-        let options = LogOpenOptions { read_only, clock: Arc::new(SystemClock), ..LogOpenOptions::default() };
+        let options = LogOpenOptions { read_only, create, clock: Arc::new(SystemClock), ..LogOpenOptions::default() };
         let log = run(py, || UnifiedLog::open(&path, config, options))?;
         Ok(PyUnifiedLog { inner: Arc::new(log), managed: false })
     }

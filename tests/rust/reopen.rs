@@ -161,6 +161,26 @@ fn read_only_open_of_a_missing_directory_fails_without_creating_it() {
 }
 
 #[test]
+fn writable_open_without_create_refuses_a_missing_directory_and_creates_nothing() {
+    let fx = Fixture::new();
+    let options = LogOpenOptions { create: false, ..fx.options() };
+    let Err(err) = UnifiedLog::open(&fx.dir, config(&[]), options) else { panic!("opened a missing directory") };
+    match &err {
+        Error::Io { path, source, .. } => {
+            assert_eq!(path, &fx.dir);
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        }
+        other => panic!("expected Error::Io(NotFound), got {other:?}"),
+    }
+    assert!(err.to_string().contains("create=false") && err.to_string().contains(&*fx.dir.to_string_lossy()), "{err}");
+    assert!(!fx.dir.exists());
+    // An existing directory opens as before (and the default still creates).
+    fx.open(&config(&[])).close().unwrap();
+    let log = UnifiedLog::open(&fx.dir, config(&[]), LogOpenOptions { create: false, ..fx.options() }).unwrap();
+    assert_eq!(log.log_end_offset(), 0);
+}
+
+#[test]
 fn reopen_after_crash_truncates_a_torn_tail() {
     // Append, drop without close, tear the last batch, reopen read-write: the torn batch is
     // cut, everything before it survives, and the load result reports the bytes.

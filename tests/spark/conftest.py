@@ -1,7 +1,8 @@
 """Shared set-up of the Spark suites: ONE local[2] SparkSession for the whole run (about 7 s
 to start), UI and progress bars off, few shuffle partitions, the ``kafkalog`` source
-registered. Executors and the planner run Python workers: PYSPARK_PYTHON and
-PYSPARK_DRIVER_PYTHON point at this interpreter, whose venv has kafkalog installed."""
+registered (its check that the Python workers import kafkalog runs once, here). Executors and
+the planner run Python workers: PYSPARK_PYTHON and PYSPARK_DRIVER_PYTHON point at this
+interpreter, whose venv has kafkalog installed."""
 
 from __future__ import annotations
 

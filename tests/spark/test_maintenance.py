@@ -20,6 +20,7 @@ import pytest
 import kafkalog
 from kafkalog import Record
 from kafkalog.spark import compact, run_retention
+from kafkalog.testing import Seam
 
 pytestmark = pytest.mark.spark
 
@@ -154,35 +155,52 @@ def test_roll_makes_the_active_segment_cleanable(spark, tmp_path):
 
 
 def test_two_concurrent_jobs_on_one_partition_clean_one_at_a_time(spark, tmp_path):
-    """Two jobs started together on one partition (wait=True; the clean throttled to take a
-    few seconds, so the tasks overlap): one task waits for the other's clean, both succeed,
-    and the log equals compact_now run twice in turn on a copy."""
+    """Two jobs on one partition (wait=True): the first job's task is held by the test seam
+    while it holds the partition's lock; the second job's task finds the partition locked and
+    waits; only when the first is released and done does the second open and clean. Both
+    succeed, and the log equals compact_now run twice in turn on a copy. The order of events
+    is asserted, not durations."""
     data, expected = tmp_path / "data", tmp_path / "expected"
     with kafkalog.UnifiedLog.open(data / "users-0", {**CONFIG, "cleanup.policy": "compact"}) as log:
-        for b in range(400):
-            log.append([Record(b"key-%d" % (b % 40), b"%d-" % b + b"v" * 3000, timestamp=T0 + b)])
+        for b in range(200):
+            log.append([Record(b"key-%d" % (b % 40), b"%d-" % b + b"v" * 300, timestamp=T0 + b)])
     shutil.copytree(data, expected)
     now = T0 + 100_000
     with kafkalog.UnifiedLog.open(expected / "users-0", {**CONFIG, "cleanup.policy": "compact"}) as log:
         log.compact_now(time_ms=now)
         log.compact_now(time_ms=now)
     want = contents(expected / "users-0")
-    throttled = {**CONFIG, "log.cleaner.io.max.bytes.per.second": "1000000"}
 
+    opened = "compact.opened.users-0"
     results: list = [None, None]
 
     def job(i: int) -> None:
-        results[i] = by_partition(compact(spark, data, config=throttled, wait=True, time_ms=now))[("users", 0)]
+        results[i] = by_partition(compact(spark, data, config=CONFIG, wait=True, time_ms=now))[("users", 0)]
 
     threads = [threading.Thread(target=job, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with Seam(tmp_path / "seam", pause={opened}) as seam:
+        threads[0].start()
+        seam.wait_for(opened)  # the first task holds the partition's lock, paused
+        threads[1].start()
+        seam.wait_for("compact.locked.users-0")  # the second found it locked and waits
+        seam.release(opened)
+        for t in threads:
+            t.join()
     assert all(r is not None and r["error"] is None for r in results), results
-    first, second = sorted(results, key=lambda r: r["waited_ms"])
-    assert first["duration_ms"] > 1000, "the throttle no longer slows the clean: the tasks may not overlap"
-    assert second["waited_ms"] > 500, (first, second)
+    events = seam.events()
+    first, second = events[0][1], events[2][1]
+    assert first != second
+    assert events == [
+        ("compact.open.users-0", first),
+        (opened, first),
+        ("compact.open.users-0", second),
+        ("compact.locked.users-0", second),
+        (f"released {opened}", "test"),
+        ("compact.done.users-0", first),
+        (opened, second),  # the release let the first go; the second passes the same point at once
+        ("compact.done.users-0", second),
+    ]
+    assert results[0]["passes"] >= 1 and results[1]["passes"] >= 1
     assert contents(data / "users-0") == want
 
 
@@ -238,17 +256,51 @@ def test_partitions_of_a_running_log_manager_are_refused_or_waited_for(spark, tm
 
         rows = by_partition(compact(spark, data, config=CONFIG, wait=True, wait_timeout=0.5))
         assert all("still locked after waiting 0.5 s" in r["error"] for r in rows.values())
+
+        # wait=True without a timeout: both tasks wait (the seam says so), the manager closes,
+        # then both clean.
+        results: list = []
+        waiting = threading.Thread(target=lambda: results.append(by_partition(compact(spark, data, config=CONFIG, wait=True))))
+        with Seam(tmp_path / "seam") as seam:
+            waiting.start()
+            for p in range(2):
+                seam.wait_for(f"compact.locked.users-{p}")
+            seam.note("closing the manager")
+            manager.close()
+            waiting.join()
     finally:
-        closer = threading.Timer(2.0, manager.close)
-        closer.start()
-    started = time.monotonic()
-    rows = by_partition(compact(spark, data, config=CONFIG, wait=True))
-    closer.join()
-    assert time.monotonic() - started >= 1.5
+        manager.close()
+    events = [e for e, _ in seam.events()]
+    closed = events.index("closing the manager")
     for p in range(2):
-        row = rows[("users", p)]
+        assert events.index(f"compact.locked.users-{p}") < closed < events.index(f"compact.opened.users-{p}")
+        row = results[0][("users", p)]
         assert row["error"] is None, row["error"]
-        assert row["waited_ms"] > 500 and row["bytes_after"] < row["bytes_before"]
+        assert row["bytes_after"] < row["bytes_before"]
+
+
+def test_a_partition_dir_removed_after_discovery_gets_an_error_and_stays_removed(spark, tmp_path):
+    """A partition deleted (by LogManager.delete_log, say) after the job found it, just before
+    its task opens it: that partition's row gets the error and the dir is not recreated (a
+    writable open would create it: the task opens with create=False); the others are cleaned."""
+    data = tmp_path / "data"
+    for p in range(2):
+        write_keyed(data / f"users-{p}", seed=p, codec="none")
+    point = "compact.open.users-1"
+    result: list = []
+    job = threading.Thread(target=lambda: result.append(by_partition(compact(spark, data, config=CONFIG))))
+    with Seam(tmp_path / "seam", pause={point}) as seam:
+        job.start()
+        seam.wait_for(point)
+        shutil.rmtree(data / "users-1")
+        seam.release(point)
+        job.join()
+    rows = result[0]
+    error = rows[("users", 1)]["error"]
+    assert error.startswith("KafkaLogIOError: ") and f"partition directory {data / 'users-1'} no longer exists" in error
+    assert "not recreated" in error and rows[("users", 1)]["bytes_after"] is None
+    assert not (data / "users-1").exists()
+    assert rows[("users", 0)]["error"] is None and rows[("users", 0)]["passes"] >= 1
 
 
 def test_a_partition_held_by_another_writer_is_refused_and_the_others_are_cleaned(spark, tmp_path):

@@ -1,12 +1,13 @@
 """Reading a log another process is appending to: each Spark read is a consistent prefix of
 what was appended (offsets 0..n-1, each record exactly as written), however the executors'
-opens interleave with the appends and segment rolls."""
+opens interleave with the appends and segment rolls. The child says when it has appended
+enough (a line on its stdout, read blocking), so nothing here polls or depends on its pace."""
 
 from __future__ import annotations
 
+import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,15 +25,22 @@ def log_end(path: Path) -> int:
         return log.log_end_offset
 
 
+def wait_until_ready(child: subprocess.Popen[str]) -> int:
+    """Blocks until the child prints ``ready <n>`` (it has appended n >= 3000 records); the
+    timeout only bounds a hang."""
+    assert child.stdout is not None
+    readable, _, _ = select.select([child.stdout], [], [], 300)
+    assert readable, "the appending child printed nothing for 300 s"
+    line = child.stdout.readline()
+    assert line.startswith("ready "), f"the appending child died before it was ready (exit {child.wait()})"
+    return int(line.split()[1])
+
+
 def test_read_while_another_process_appends_is_a_consistent_prefix(spark: SparkSession, tmp_path: Path) -> None:
     path = tmp_path / "live-0"
-    child = subprocess.Popen([sys.executable, str(CHILD), str(path)])
+    child = subprocess.Popen([sys.executable, str(CHILD), str(path), "3000"], stdout=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while not (path.exists() and log_end(path) >= 3000):
-            assert child.poll() is None, "the appending child died"
-            assert time.monotonic() < deadline, "the child appended too slowly"
-            time.sleep(0.1)
+        assert wait_until_ready(child) >= 3000
         previous = 0
         for min_partitions in ("1", "4", "3"):
             before = log_end(path)

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import os
 import pickle
+import random
+import struct
 import subprocess
 import sys
 
+import pyarrow as pa
 import pytest
 
+from kafkalog import UnifiedLog, _native
 from kafkalog.exceptions import DataLossError, InvalidConfigError, InvalidOptionError, OffsetOutOfRangeError
+from kafkalog.spark.batch_limits import BatchLimit, batch_limit, compressed_bound, grouping_size, max_single_record, row_bounds
 from kafkalog.spark.offsets import OffsetRange, split_ranges
 from kafkalog.spark.options import parse_read_options
 from kafkalog.spark.stream import rate_limit
@@ -88,3 +93,62 @@ def test_gc_is_frozen_only_in_reused_pyspark_workers(reuse: str | None) -> None:
         assert (first, second) == (0, 0)
     else:
         assert first > 1000 and second == first, "frozen once, not again"
+
+
+# -- batch sizes (kafkalog.spark.batch_limits) ------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+@pytest.mark.parametrize("limit", [1048576, 262144, 20000, 3000])
+def test_batches_grouped_for_a_limit_fit_it_whatever_the_codec(tmp_path, codec: str, limit: int) -> None:
+    """Incompressible records (the codecs' worst case) of many sizes, grouped with
+    grouping_size: the engine, whose segment size is the limit, accepts every batch, and the
+    largest batch comes close to the limit. max_single_record is exact for its bound."""
+    payload = max_single_record(limit, codec)
+    assert 61 + compressed_bound(codec, payload) <= limit < 61 + compressed_bound(codec, payload + 1)
+    rng = random.Random(limit)
+    batch_size = grouping_size(limit, codec, 1 << 20)
+    largest = 0
+    with UnifiedLog.open(tmp_path / "t-0", {"internal.segment.bytes": str(limit), "max.message.bytes": str(limit)}) as log:
+        for size in (8, 60, 300, 2000):
+            records = [(None, rng.randbytes(rng.randrange(1, size)), [], None) for _ in range(3 * limit // size)]
+            records += [(b"k", rng.randbytes(max(payload - 60, 1)), [(b"h", b"x")], None)]  # near the biggest that fits alone
+            log._log.append_records(records, codec, 0, batch_size, 1_700_000_000_000)
+        for seg in log.segments:
+            data = open(seg.path, "rb").read()
+            pos = 0
+            while pos + 12 <= len(data):
+                (length,) = struct.unpack_from(">i", data, pos + 8)
+                largest = max(largest, 12 + length)
+                pos += 12 + length
+    assert largest <= limit
+    assert largest > limit * 0.8 - 200  # not needlessly small (gzip and snappy keep 1/8 and 1/6 spare)
+
+
+def test_batch_limit_resolves_the_segment_size_as_the_engine() -> None:
+    assert batch_limit({}).bytes == 1048588  # max.message.bytes' default; segment.bytes 1 GiB
+    assert batch_limit({"max.message.bytes": "5000000", "segment.bytes": "1048576"}) == BatchLimit(5000000, 1048576, "segment.bytes")
+    limit = batch_limit({"segment.bytes": "1073741824", "internal.segment.bytes": "262144"})
+    assert (limit.bytes, limit.segment_key) == (262144, "internal.segment.bytes")
+    assert "the smaller of max.message.bytes=1048588 and the segment size 262144 from internal.segment.bytes" in limit.describe()
+
+
+def test_row_bounds_are_upper_bounds_of_the_encoded_records() -> None:
+    rng = random.Random(3)
+    rows = []
+    for _ in range(300):
+        key = None if rng.random() < 0.2 else rng.randbytes(rng.randrange(0, 200))
+        value = None if rng.random() < 0.1 else rng.randbytes(rng.randrange(0, 70_000))
+        headers = None if rng.random() < 0.3 else [(f"h{i}", None if rng.random() < 0.2 else rng.randbytes(rng.randrange(50))) for i in range(rng.randrange(4))]
+        rows.append((key, value, headers))
+    header_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    bounds = row_bounds(
+        pa.array([r[0] for r in rows], pa.binary()),
+        pa.array([r[1] for r in rows], pa.binary()),
+        # a sliced column (Arrow batches can be views into a bigger one)
+        pa.array([[{"key": "x", "value": b"y" * 5000}]] + [None if r[2] is None else [{"key": k, "value": v} for k, v in r[2]] for r in rows], header_type).slice(1),
+    ).to_pylist()
+    for (key, value, headers), bound in zip(rows, bounds):
+        native_headers = [(k.encode(), v) for k, v in headers or []]
+        encoded = len(_native.build_batch(0, [(0, 2**40, key, value, native_headers)], "none", -1, -1, -1, False, -1, None)) - 61
+        assert encoded <= bound <= encoded + 36 + 10 * len(native_headers)

@@ -4,8 +4,9 @@ round-robin null keys, topic configs, compression, locking between tasks and wri
 from __future__ import annotations
 
 import os
+import random
+import struct
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, St
 
 from kafkalog import UnifiedLog
 from kafkalog.spark.partitioner import murmur2, partition_for_key
+from kafkalog.testing import Seam
 
 from spark_helpers import batch_codecs
 
@@ -167,18 +169,124 @@ def test_concurrent_tasks_never_interleave_in_a_partition(spark: SparkSession, t
 
 
 def test_writer_waits_for_another_writers_lock(spark: SparkSession, tmp_path: Path) -> None:
-    holder = UnifiedLog.open(tmp_path / "locked-0")  # this process holds the partition's lock
+    """The write task finds the partition locked by this process and waits (it says so through
+    the test seam); only then is the lock released, and the write completes after it."""
+    data = tmp_path / "data"
+    holder = UnifiedLog.open(data / "locked-0")  # this process holds the partition's lock
     holder.append([(b"first", b"0")])
-    released = threading.Event()
+    seam = Seam(tmp_path / "seam")
+    writing = threading.Event()
 
-    def release() -> None:
-        time.sleep(3)
-        holder.close()
-        released.set()
+    def release_when_the_task_waits() -> None:
+        try:
+            seam.wait_for("write.locked.locked-0", alive=writing.is_set)
+            seam.note("closing the holder")
+        finally:
+            holder.close()
 
-    threading.Thread(target=release, daemon=True).start()
-    df = spark.createDataFrame([(b"second", b"1")], "key binary, value binary")
-    write(df, tmp_path, topic="locked")
-    assert released.is_set()  # the write could only finish after the lock was released
-    with UnifiedLog.open(tmp_path / "locked-0", read_only=True) as log:
+    # Spark calls stay on this thread (a data source registered here is not found from another).
+    releaser = threading.Thread(target=release_when_the_task_waits)
+    writing.set()
+    releaser.start()
+    try:
+        write(spark.createDataFrame([(b"second", b"1")], "key binary, value binary"), data, topic="locked", testSeam=seam.spec)
+    finally:
+        writing.clear()
+        releaser.join()
+    assert [e for e, _ in seam.events()] == ["write.locked.locked-0", "closing the holder"]
+    with UnifiedLog.open(data / "locked-0", read_only=True) as log:
         assert [r.key for r in log.records()] == [b"first", b"second"]
+
+
+# -- batch sizes: what one segment (and one message) can take --------------------------------
+
+
+def batch_sizes(path: Path) -> list[int]:
+    """The size of every batch (12 + its length field) in a partition's segments."""
+    sizes = []
+    for seg in sorted(path.glob("*.log")):
+        data = seg.read_bytes()
+        pos = 0
+        while pos + 12 <= len(data):
+            (length,) = struct.unpack_from(">i", data, pos + 8)
+            sizes.append(12 + length)
+            pos += 12 + length
+    return sizes
+
+
+def test_batches_fit_a_small_internal_segment(spark: SparkSession, tmp_path: Path) -> None:
+    """100,000 short rows into internal.segment.bytes=262144: the writer used to build batches
+    of up to 1 MiB, refused by the engine (RecordBatchTooLargeError: record batch of 790889
+    bytes is larger than the limit of 262144 bytes); now every batch fits one segment."""
+    n = 100_000
+    df = spark.range(n, numPartitions=2).selectExpr("cast(id as string) as key", "cast(id * 7 as string) as value")
+    write(df, tmp_path, topic="small", **{"internal.segment.bytes": "262144"})
+    sizes = batch_sizes(tmp_path / "small-0")
+    assert len(sizes) > 4 and max(sizes) <= 262144
+    assert max(sizes) > 262144 - 1000  # the batches are as big as the segment allows, not smaller
+    assert len(list((tmp_path / "small-0").glob("*.log"))) > 4
+    got = spark.read.format("kafkalog").option("path", str(tmp_path)).option("subscribe", "small").load()
+    rows = got.selectExpr("cast(key as string) as k", "cast(value as string) as v").collect()
+    assert len(rows) == n and all(int(r["v"]) == int(r["k"]) * 7 for r in rows)
+
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+
+def test_rows_near_a_mib_fit_the_minimum_segment_bytes(spark: SparkSession, tmp_path: Path) -> None:
+    """segment.bytes=1048576 (its minimum) and max.message.bytes 1048588 (its default): random
+    rows of up to 300 bytes, which no codec shrinks, used to overfill compressed batches
+    (RecordBatchTooLargeError: record batch of 1048772 bytes with snappy); a row whose batch is exactly
+    1048576 bytes fits, and so does a 3 MiB row a codec shrinks below a segment. Every batch
+    is at most a segment, and every row reads back as written."""
+    rng = random.Random(12)
+    small = [(None, rng.randbytes(rng.randrange(10, 300))) for _ in range(14_000)]  # about 2.2 MB
+    exact = (None, rng.randbytes(1_048_504))  # 61 + 11 + 1048504 = 1048576 bytes alone, uncompressed
+    squeezable = (b"big", b"x" * (3 << 20))
+    for codec in CODECS:
+        rows = small + [exact if codec == "none" else squeezable]
+        df = spark.createDataFrame(rows, "key binary, value binary").coalesce(1)
+        write(df, tmp_path, topic=f"mib-{codec}", **{"segment.bytes": "1048576", "compression.type": codec})
+        sizes = batch_sizes(tmp_path / f"mib-{codec}-0")
+        assert max(sizes) <= 1048576, codec
+        if codec == "none":
+            assert 1048576 in sizes
+        with UnifiedLog.open(tmp_path / f"mib-{codec}-0", read_only=True) as log:
+            assert [(r.key, r.value) for r in log.records()] == rows, codec
+
+
+def test_a_row_that_can_never_fit_is_named(spark: SparkSession, tmp_path: Path) -> None:
+    """A row whose batch alone is bigger than min(max.message.bytes, segment size) fails the
+    write with an error naming the row, the partition and the sizes; nothing of the task is
+    written. One byte more than the largest row that fits (above) is enough; with a codec the
+    compressed size counts (this random row would fit uncompressed, in 1048573 bytes, but lz4's
+    framing makes it 1048648)."""
+    rng = random.Random(13)
+    cases = [
+        ("none", (None, rng.randbytes(1_048_505)), "it takes 1048577 bytes", "value 1048505 bytes"),
+        ("lz4", (b"k", rng.randbytes(1_048_500)), "alone in a batch (lz4) it takes 1048648 bytes", "key 1 byte, value 1048500 bytes"),
+    ]
+    for codec, big, takes, sizes in cases:
+        rows = [(b"a", b"1"), (b"b", b"2"), big, (b"c", b"3")]
+        df = spark.createDataFrame(rows, "key binary, value binary").coalesce(1)
+        with pytest.raises(Exception) as info:
+            write(df, tmp_path, topic=f"never-{codec}", **{"segment.bytes": "1048576", "compression.type": codec})
+        message = str(info.value)
+        assert "RecordBatchTooLargeError: row 2 of write task 0 (topic " in message, message
+        assert f"'never-{codec}', partition 0) can never be written" in message
+        assert takes in message and sizes in message and "0 headers" in message
+        assert (
+            "more than the 1048576 bytes a batch may have (the smaller of max.message.bytes=1048588 "
+            "and the segment size 1048576 from segment.bytes)"
+        ) in message
+        with UnifiedLog.open(tmp_path / f"never-{codec}-0", read_only=True) as log:
+            assert log.log_end_offset == 0
+    # rows routed by a topic column: the row number is still the task's
+    rows = [("t-a", b"a", b"1"), ("t-b", b"b", b"2"), ("t-b", b"c", b"3"), ("t-a", None, rng.randbytes(1_048_505))]
+    df = spark.createDataFrame(rows, "topic string, key binary, value binary").coalesce(1)
+    with pytest.raises(Exception, match=r"row 3 of write task 0 \(topic 't-a', partition 0\) can never be written"):
+        write(df, tmp_path, **{"segment.bytes": "1048576"})
+    # max.message.bytes below the segment size is the limit, and headers count
+    df = spark.createDataFrame([(b"k", b"v" * 900, [("h", b"x" * 100)])], "key binary, value binary, headers array<struct<key:string,value:binary>>")
+    with pytest.raises(Exception, match=r"1 headers of 101 bytes.*the smaller of max.message.bytes=1000 and the segment size 1073741824 from segment.bytes"):
+        write(df, tmp_path, topic="small-message", **{"max.message.bytes": "1000"})

@@ -27,7 +27,8 @@ Maintenance runs the native cleaner and retention as Spark jobs, one task per pa
     results = kafkalog.spark.run_retention(spark, "data/logs", config={"retention.ms": "604800000"})
 
 Importing this package imports neither pyspark nor starts anything; :func:`register` loads the
-data source, and the maintenance names load their module when first used.
+data source (and checks, once per session, that Spark's Python workers can import kafkalog:
+:mod:`kafkalog.spark.workers`), and the maintenance names load their module when first used.
 """
 
 from __future__ import annotations
@@ -47,11 +48,21 @@ _MAINTENANCE = frozenset({"compact", "run_retention", "COMPACT_SCHEMA", "RETENTI
 SOURCE_NAME = "kafkalog"
 
 
-def register(spark: SparkSession) -> None:
-    """Registers the ``kafkalog`` data source with ``spark`` (``spark.dataSource.register``)."""
+def register(spark: SparkSession, *, check: bool = True) -> None:
+    """Registers the ``kafkalog`` data source with ``spark`` (``spark.dataSource.register``).
+
+    The data source runs in Spark's Python workers, which must import kafkalog: with ``check``
+    (the default) a one-task job checks that they can, once per session, and raises
+    :class:`kafkalog.exceptions.WorkerImportError` saying how to fix it when they cannot
+    (``PYSPARK_PYTHON``, or a virtualenv shipped with ``spark.archives``); see
+    :mod:`kafkalog.spark.workers`."""
     from .source import KafkaLogDataSource
 
     spark.dataSource.register(KafkaLogDataSource)
+    if check:
+        from .workers import check_workers
+
+        check_workers(spark)
 
 
 def __getattr__(name: str) -> Any:

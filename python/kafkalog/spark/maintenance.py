@@ -44,6 +44,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..log import UnifiedLog
+from ..testing import maintenance_seam
 from .maintenance_tasks import PARTITION_DIR, MaintenanceJob, run_one, topic_partition
 
 __all__ = ["compact", "run_retention", "COMPACT_SCHEMA", "RETENTION_SCHEMA"]
@@ -294,7 +295,9 @@ def compact(
         raise ValueError(f"time_ms must be None or a timestamp in ms >= 0, not {time_ms!r}")
     topic_config, cleaner = _split_config(config, "compact")
     paths = _filter_topics(_discover(path), topics, path)
-    job = MaintenanceJob("compact", paths, topic_config, cleaner, wait, wait_timeout, roll=roll, time_ms=time_ms)
+    job = MaintenanceJob(
+        "compact", paths, topic_config, cleaner, wait, wait_timeout, roll=roll, time_ms=time_ms, test_seam=maintenance_seam()
+    )
     return _run_job(spark, job, _COMPACT_FIELDS)
 
 
@@ -324,8 +327,10 @@ def run_retention(
         raise TypeError(f"cap_future_timestamps must be True or False, not {cap_future_timestamps!r}")
     topic_config, _ = _split_config(config, "retention")
     paths = _filter_topics(_discover(path), topics, path)
-    job = MaintenanceJob("retention", paths, topic_config, wait=wait, wait_timeout=wait_timeout,
-               cap_future_timestamps=cap_future_timestamps)
+    job = MaintenanceJob(
+        "retention", paths, topic_config, wait=wait, wait_timeout=wait_timeout,
+        cap_future_timestamps=cap_future_timestamps, test_seam=maintenance_seam(),
+    )
     return _run_job(spark, job, _RETENTION_FIELDS)
 
 

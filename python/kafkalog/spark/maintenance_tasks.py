@@ -6,13 +6,15 @@ Thread-safety: each task runs in its own Python worker; nothing here is shared.
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..exceptions import LogDirLockedError
+from ..exceptions import KafkaLogIOError, LogDirLockedError
 from ..log import UnifiedLog
 from .discovery import PARTITION_DIR, parse_partition_dir
 
@@ -38,24 +40,46 @@ class MaintenanceJob:
     roll: bool = False
     time_ms: int | None = None
     cap_future_timestamps: bool = False
+    #: Tests only: the spec of a :class:`kafkalog.testing.Seam` (set by the jobs from
+    #: :func:`kafkalog.testing.maintenance_seam`, never from an argument); None otherwise.
+    test_seam: str | None = None
+
+
+class _Points:
+    """The task's points of the job's test seam (no-ops without one)."""
+
+    def __init__(self, job: MaintenanceJob, path: str) -> None:
+        self.spec = job.test_seam
+        self.prefix = job.op
+        self.name = os.path.basename(path)
+        self.who = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+    def __call__(self, stage: str) -> None:
+        if self.spec is not None:
+            from ..testing import seam_point
+
+            seam_point(self.spec, f"{self.prefix}.{stage}.{self.name}", self.who)
 
 
 def run_one(job: MaintenanceJob, path: str) -> dict[str, Any]:
     topic, partition = topic_partition(path)
     row: dict[str, Any] = {"topic": topic, "partition": partition, "path": path}
+    point = _Points(job, path)
     asked = time.monotonic()
     opened = None
     log = None
     try:
-        log = _open_when_free(job, path)
+        log = _open_when_free(job, path, point)
         opened = time.monotonic()
         row["waited_ms"] = (opened - asked) * 1000.0
+        point("opened")
         row["bytes_before"], row["records_before"] = _sizes(log)
         if job.op == "compact":
             _compact_one(job, log, row)
         else:
             _retention_one(job, log, row)
         row["bytes_after"], row["records_after"] = _sizes(log)
+        point("done")
         done, log = log, None
         done.close()
     except Exception as e:  # noqa: BLE001 - every failure belongs to this partition's row
@@ -104,24 +128,33 @@ def _retention_one(job: MaintenanceJob, log: UnifiedLog, row: dict[str, Any]) ->
 # -- locks ------------------------------------------------------------------------------------
 
 
-def _open_when_free(job: MaintenanceJob, path: str) -> UnifiedLog:
+def _open_when_free(job: MaintenanceJob, path: str, point: _Points) -> UnifiedLog:
     """Opens the partition writable (taking its flock) once neither a LogManager / Kafka broker
     on its log dir nor another writer holds it; raises LogDirLockedError at once unless
-    ``job.wait``."""
+    ``job.wait``. Never creates the partition dir: one deleted since the job found it (by
+    ``LogManager.delete_log``, say) gives KafkaLogIOError (ENOENT) and stays deleted."""
     deadline = None if job.wait_timeout is None else time.monotonic() + job.wait_timeout
     delay = 0.05
+    waiting = False
+    point("open")
     while True:
         reason = _manager_lock_reason(path)
         if reason is None:
-            # A writable open creates a missing dir: never do that for one deleted meanwhile.
-            if not os.path.isdir(path):
-                raise FileNotFoundError(f"partition directory {path} no longer exists")
             try:
-                return UnifiedLog.open(path, job.config)
+                return UnifiedLog.open(path, job.config, create=False)
             except LogDirLockedError:
                 reason = f"{path} is locked by another writer (another clean, a LogManager's log or an open UnifiedLog)"
+            except KafkaLogIOError as e:
+                if e.errno == errno.ENOENT and e.filename == path:
+                    raise KafkaLogIOError(
+                        errno.ENOENT, f"partition directory {path} no longer exists (removed after the job found it); not recreated", path
+                    ) from None
+                raise
         if not job.wait:
             raise LogDirLockedError(f"{reason}; refused (pass wait=True to wait for it)")
+        if not waiting:
+            waiting = True
+            point("locked")
         now = time.monotonic()
         if deadline is not None and now >= deadline:
             raise LogDirLockedError(f"{reason}; still locked after waiting {job.wait_timeout} s")

@@ -53,7 +53,7 @@ READ_OPTIONS = (
 )
 
 #: Sink options; every other option of a write must be a Kafka topic config (``cleanup.policy``).
-WRITE_OPTIONS = ("path", "topic", "partitions", "compression.type", "kafka.compression.type", "lockTimeoutMs")
+WRITE_OPTIONS = ("path", "topic", "partitions", "compression.type", "kafka.compression.type", "lockTimeoutMs", "testSeam")
 
 #: Kafka's special offsets in JSON offset maps (Spark's Kafka source uses the same).
 EARLIEST = -2

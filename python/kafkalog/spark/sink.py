@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from dataclasses import dataclass
 
 from ..exceptions import InvalidRecordError, LogDirLockedError
 from ..log import UnifiedLog
 from ..records import AppendInfo
+from .batch_limits import grouping_size
 from .discovery import partition_dirs_under
 from .write_options import WriteOptions
 
 __all__ = ["PartitionAppend", "TaskSink"]
 
-#: Records of v2 batches are grouped up to this many bytes (below max.message.bytes).
+#: Records of v2 batches are grouped up to this many bytes, or less where a batch must be
+#: smaller to fit max.message.bytes and the segment size (see :mod:`.batch_limits`).
 BATCH_BYTES = 1 << 20
 #: Buffered bytes after which a task tries to append; past twice that it waits for locks.
 FLUSH_BYTES = 16 << 20
@@ -50,12 +53,18 @@ def open_writable(path: str, opts: WriteOptions, *, wait: bool) -> UnifiedLog | 
     by another writer gives None; with it the call polls until ``lockTimeoutMs``."""
     deadline = time.monotonic() + opts.lock_timeout_ms / 1000
     pause = 0.005
+    waiting = False
     while True:
         try:
             return UnifiedLog.open(path, opts.topic_config)
         except LogDirLockedError:
             if not wait:
                 return None
+            if not waiting and opts.test_seam is not None:
+                from ..testing import seam_point
+
+                seam_point(opts.test_seam, f"write.locked.{os.path.basename(path)}", f"{os.getpid()}-{uuid.uuid4().hex[:8]}")
+            waiting = True
             if time.monotonic() >= deadline:
                 raise LogDirLockedError(
                     f"{path} stayed locked by another writer for lockTimeoutMs={opts.lock_timeout_ms}"
@@ -113,7 +122,7 @@ class TaskSink:
         return dirs
 
     def add(self, tp: _TP, records: list[NativeRecord], size: int) -> None:
-        """Buffers ``records`` (``size`` bytes of keys, values and headers) for partition ``tp``."""
+        """Buffers ``records`` (at most ``size`` bytes encoded) for partition ``tp``."""
         if tp[1] not in self.partitions_of(tp[0]):
             count = len(self.partitions_of(tp[0]))
             raise InvalidRecordError(f"partition {tp[1]} of topic {tp[0]!r} does not exist (the topic has {count})")
@@ -145,10 +154,11 @@ class TaskSink:
     def _append(self, log: UnifiedLog, tp: _TP) -> None:
         records = self.pending.pop(tp)
         self.pending_bytes -= self.pending_sizes.pop(tp)
-        max_message = int(log.config.get("max.message.bytes", BATCH_BYTES))
         # The native append straight from the routed tuples: UnifiedLog.append would check and
-        # rebuild every record once more in Python.
-        raw = log._log.append_records(records, self.opts.compression, 0, min(self.batch_bytes, max_message), int(time.time() * 1000))
+        # rebuild every record once more in Python. Batches are sized to fit max.message.bytes
+        # and the segment size (the writer refused every record that cannot fit alone).
+        batch_size = grouping_size(self.opts.batch_limit.bytes, self.opts.compression, self.batch_bytes)
+        raw = log._log.append_records(records, self.opts.compression, 0, batch_size, int(time.time() * 1000))
         info = AppendInfo(**raw)
         seen = self.appended.get(tp)
         if seen is None:

@@ -12,6 +12,12 @@ Sink options (Spark's Kafka sink names where they exist):
   written batches: none (default), gzip, snappy, lz4, zstd.
 - ``lockTimeoutMs``: how long a task waits for another writer's lock on a partition
   directory (default 600000); then LogDirLockedError.
+- ``testSeam``: for kafkalog's own tests only, the ``spec`` of a
+  :class:`kafkalog.testing.Seam` (a task waiting for a lock says so through it).
+
+Batches are at most ``min(max.message.bytes, segment size)`` bytes, what the engine accepts
+(see :mod:`kafkalog.spark.batch_limits`); a row that cannot fit alone in a batch fails its
+task with RecordBatchTooLargeError naming the row.
 
 Every other option must be a Kafka topic config (``cleanup.policy``, ``segment.bytes``,
 ``max.message.bytes``, ...), validated by kafkalog's LogConfig; it applies to the logs this
@@ -26,9 +32,11 @@ import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..exceptions import InvalidConfigError, InvalidOptionError
 from ..log import UnifiedLog
+from .batch_limits import BatchLimit, batch_limit, max_single_record
 from .options import WRITE_OPTIONS, parse_positive_int
 
 __all__ = ["WriteOptions", "parse_write_options", "PRODUCER_CODECS"]
@@ -47,20 +55,28 @@ class WriteOptions:
     compression: str
     lock_timeout_ms: int
     topic_config: dict[str, str] = field(default_factory=dict)
+    #: The largest batch the logs accept, from the topic configs as the engine resolves them.
+    batch_limit: BatchLimit = BatchLimit(1048588, 1 << 30, "segment.bytes")
+    #: Tests only (the ``testSeam`` option): a kafkalog.testing.Seam spec.
+    test_seam: str | None = None
+
+    @cached_property
+    def max_single_record(self) -> int:
+        """Rows whose encoded size may pass this are measured alone before they are buffered."""
+        return max_single_record(self.batch_limit.bytes, self.compression)
 
     def dir_for(self, topic: str, partition: int) -> str:
         """Where a new partition directory goes."""
         return os.path.join(self.parents[partition % len(self.parents)], f"{topic}-{partition}")
 
 
-def _validate_topic_config(config: dict[str, str]) -> None:
-    """Opens a throwaway log with ``config`` so kafkalog's LogConfig checks every key and value;
-    an unknown key is an unknown option."""
-    if not config:
-        return
+def _resolve_topic_config(config: dict[str, str]) -> dict[str, str]:
+    """Opens a throwaway log with ``config`` so kafkalog's LogConfig checks every key and value
+    (an unknown key is an unknown option); returns the config the log resolved."""
     with tempfile.TemporaryDirectory(prefix="kafkalog-config-") as tmp:
         try:
-            UnifiedLog.open(os.path.join(tmp, "validate-0"), config).close()
+            with UnifiedLog.open(os.path.join(tmp, "validate-0"), config) as log:
+                return dict(log.config)
         except InvalidConfigError as e:
             message = str(e)
             m = re.search(r"for configuration (\S+):", message)
@@ -68,7 +84,7 @@ def _validate_topic_config(config: dict[str, str]) -> None:
             if bad is None or bad not in config:
                 raise
             if "unknown" in message:
-                known = ", ".join(WRITE_OPTIONS)
+                known = ", ".join(o for o in WRITE_OPTIONS if o != "testSeam")
                 message = f"unknown option: neither a sink option ({known}) nor a Kafka topic config"
             raise InvalidOptionError(bad, config[bad], message) from None
 
@@ -101,5 +117,7 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     if codec not in PRODUCER_CODECS:
         raise InvalidOptionError(codec_option, sink[codec_option], f"expected one of {', '.join(PRODUCER_CODECS)}")
     lock_timeout = parse_positive_int("lockTimeoutMs", sink["lockTimeoutMs"]) if "lockTimeoutMs" in sink else 600_000
-    _validate_topic_config(config)
-    return WriteOptions(parents, topic.strip() if topic else None, partitions, codec, lock_timeout, config)
+    limit = batch_limit(_resolve_topic_config(config))
+    return WriteOptions(
+        parents, topic.strip() if topic else None, partitions, codec, lock_timeout, config, limit, sink.get("testSeam")
+    )

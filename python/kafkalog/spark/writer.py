@@ -26,7 +26,9 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
-from ..exceptions import InvalidOptionError, InvalidRecordError
+from .. import _native
+from ..exceptions import InvalidOptionError, InvalidRecordError, RecordBatchTooLargeError
+from .batch_limits import row_bounds
 from .partitioner import murmur2
 from .sink import NativeRecord, PartitionAppend, TaskSink
 from .write_options import WriteOptions
@@ -110,6 +112,31 @@ class _Router:
         return out
 
 
+def _length(b: bytes | None) -> str:
+    return "null" if b is None else f"{len(b)} byte{'' if len(b) == 1 else 's'}"
+
+
+class _Rows:
+    """Which rows of the task a filtered batch holds, to name a row in an error (the task's
+    rows are numbered from 0 in input order); resolved only when asked."""
+
+    def __init__(self, first: int, parent: _Rows | None = None, mask: pa.Array | None = None) -> None:
+        self.first = first
+        self.parent = parent
+        self.mask = mask  # the filter applied to the parent's rows
+
+    def subset(self, mask: pa.Array) -> _Rows:
+        return _Rows(self.first, self, mask)
+
+    def number(self, i: int) -> int:
+        """The task's row number of row ``i`` of this batch."""
+        rows: _Rows | None = self
+        while rows is not None and rows.mask is not None:
+            i = pc.indices_nonzero(rows.mask)[i].as_py()
+            rows = rows.parent
+        return self.first + i
+
+
 def _native_headers(column: pa.Array, topic: str) -> list[list[tuple[bytes, bytes | None]]]:
     """Each row's headers as (key bytes, value bytes or None) pairs, from the Arrow
     ``array<struct<key: string, value: binary>>`` column: the keys and values are converted
@@ -142,27 +169,32 @@ class KafkaLogWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaLogCommitMessage:
         sink = TaskSink(self.opts)
         router = _Router(_task_index())
+        first_row = 0
         try:
             for batch in iterator:
+                rows = _Rows(first_row)
                 if self.opts.topic is not None:
-                    self._route(batch, self.opts.topic, sink, router)
+                    self._route(batch, self.opts.topic, sink, router, rows)
                 else:
-                    self._route_by_topic(batch, sink, router)
+                    self._route_by_topic(batch, sink, router, rows)
+                first_row += batch.num_rows
                 sink.maybe_flush()
             return KafkaLogCommitMessage(tuple(sink.finish()))
         finally:
             sink.close()
 
-    def _route_by_topic(self, batch: pa.RecordBatch, sink: TaskSink, router: _Router) -> None:
+    def _route_by_topic(self, batch: pa.RecordBatch, sink: TaskSink, router: _Router, rows: _Rows) -> None:
         topics = batch.column(batch.schema.get_field_index("topic"))
         if topics.null_count:
             raise InvalidRecordError("a row has a null 'topic' and the write has no 'topic' option")
         for topic in pc.unique(topics).to_pylist():
-            self._route(batch.filter(pc.equal(topics, topic)), topic, sink, router)
+            mask = pc.equal(topics, topic)
+            self._route(batch.filter(mask), topic, sink, router, rows.subset(mask))
 
-    def _route(self, batch: pa.RecordBatch, topic: str, sink: TaskSink, router: _Router) -> None:
+    def _route(self, batch: pa.RecordBatch, topic: str, sink: TaskSink, router: _Router, rows: _Rows) -> None:
         """Splits ``batch`` (rows of one topic) by partition with pyarrow and hands each
-        partition's rows to the sink as the native (key, value, headers, timestamp) tuples."""
+        partition's rows to the sink as the native (key, value, headers, timestamp) tuples,
+        after refusing a row that could never fit in a batch (see :mod:`.batch_limits`)."""
         names = batch.schema.names
         keys = _binary(batch.column(names.index("key"))) if "key" in names else pa.nulls(batch.num_rows, pa.binary())
         values = _binary(batch.column(names.index("value")))
@@ -173,15 +205,34 @@ class KafkaLogWriter(DataSourceArrowWriter):
         for p in pc.unique(pids).to_pylist():
             mask = pc.equal(pids, p)
             k, v = keys.filter(mask), values.filter(mask)
-            size = (pc.sum(pc.binary_length(k)).as_py() or 0) + (pc.sum(pc.binary_length(v)).as_py() or 0)
+            h = headers.filter(mask) if headers is not None and headers.filter(mask).null_count < len(k) else None
+            bounds = row_bounds(k, v, h)
+            size = pc.sum(bounds).as_py() or 0
             records: list[NativeRecord]
-            if headers is not None and headers.filter(mask).null_count < len(k):
-                hdrs = _native_headers(headers.filter(mask), topic)
-                size += sum(len(a) + len(b or b"") for row in hdrs for a, b in row)
-                records = list(zip(k.to_pylist(), v.to_pylist(), hdrs, repeat(None)))
+            if h is not None:
+                records = list(zip(k.to_pylist(), v.to_pylist(), _native_headers(h, topic), repeat(None)))
             else:
                 records = list(zip(k.to_pylist(), v.to_pylist(), repeat([]), repeat(None)))
+            if (pc.max(bounds).as_py() or 0) > self.opts.max_single_record:
+                self._refuse_what_cannot_fit(records, bounds, (topic, p), rows.subset(mask))
             sink.add((topic, p), records, size)
+
+    def _refuse_what_cannot_fit(self, records: list[NativeRecord], bounds: pa.Array, tp: tuple[str, int], rows: _Rows) -> None:
+        """Builds each row that might not fit alone in a batch, as the append would, and raises
+        RecordBatchTooLargeError naming the first that does not."""
+        limit = self.opts.batch_limit
+        codec = self.opts.compression
+        for i in pc.indices_nonzero(pc.greater(bounds, self.opts.max_single_record)).to_pylist():
+            key, value, hdrs, _ = records[i]
+            size = len(_native.build_batch(0, [(0, 0, key, value, hdrs)], codec, -1, -1, -1, False, -1, None))
+            if size > limit.bytes:
+                header_bytes = sum(len(a) + len(b or b"") for a, b in hdrs)
+                raise RecordBatchTooLargeError(
+                    f"row {rows.number(i)} of write task {_task_index()} (topic {tp[0]!r}, partition {tp[1]}) "
+                    f"can never be written: alone in a batch ({codec}) it takes {size} bytes (key "
+                    f"{_length(key)}, value {_length(value)}, {len(hdrs)} headers of {header_bytes} bytes), "
+                    f"more than the {limit.describe()}"
+                )
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Nothing to do: every task's records are already in the logs (at-least-once)."""

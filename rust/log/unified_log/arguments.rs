@@ -17,10 +17,11 @@ use crate::log::file_names::{parse_dir_name, validate_partition_dir_name, TopicP
 pub const MAX_OFFSET: i64 = i64::MAX;
 
 /// The topic-partition of the partition directory `dir` a caller opens: a path that exists but
-/// is not a directory is an I/O error saying what it is (`ENOTDIR`), a read-only open of a
-/// missing one `ENOENT`, a name that is not `<topic>-<partition>` an `InvalidArgument` saying
-/// why. A writable open of a missing directory must leave room for its name on the file system.
-pub(super) fn partition_dir(dir: &Path, read_only: bool) -> Result<TopicPartition> {
+/// is not a directory is an I/O error saying what it is (`ENOTDIR`), a read-only or
+/// `create=false` open of a missing one `ENOENT`, a name that is not `<topic>-<partition>` an
+/// `InvalidArgument` saying why. A writable open that creates a missing directory must leave
+/// room for its name on the file system.
+pub(super) fn partition_dir(dir: &Path, read_only: bool, create: bool) -> Result<TopicPartition> {
     let not_a_dir = |kind: &str| {
         let message = format!("it is {kind}, not a partition directory (<topic>-<partition>, e.g. orders-0)");
         Err(Error::io(dir, "open log directory", io::Error::new(io::ErrorKind::NotADirectory, message)))
@@ -43,8 +44,12 @@ pub(super) fn partition_dir(dir: &Path, read_only: bool) -> Result<TopicPartitio
         )
     })?;
     if !exists {
-        if read_only {
-            let message = "no such partition directory (a read-only open creates nothing)";
+        if read_only || !create {
+            let message = if read_only {
+                "no such partition directory (a read-only open creates nothing)"
+            } else {
+                "no such partition directory (an open with create=false creates nothing)"
+            };
             return Err(Error::io(dir, "open log directory", io::Error::new(io::ErrorKind::NotFound, message)));
         }
         let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
