@@ -65,21 +65,21 @@ def middle_segment(path: Path) -> Path:
     return path / f"{BATCHES * PER_BATCH:020d}.log"
 
 
-def cut_inside_first_batch(path: Path) -> set[int]:
-    """Cuts the middle segment inside its first batch; returns the offsets lost with it."""
+def cut_inside(path: Path, batch: int) -> set[int]:
+    """Cuts the middle segment inside its ``batch``-th batch; returns the offsets lost with it."""
     f = middle_segment(path)
-    pos, size, _ = batch_spans(f)[0]
+    pos, size, base = batch_spans(f)[batch]
     with f.open("r+b") as fh:
         fh.truncate(pos + size // 2)
-    return set(range(30, 60))
+    return set(range(base, 60))
+
+
+def cut_inside_first_batch(path: Path) -> set[int]:
+    return cut_inside(path, 0)
 
 
 def cut_inside_second_batch(path: Path) -> set[int]:
-    f = middle_segment(path)
-    pos, size, _ = batch_spans(f)[1]
-    with f.open("r+b") as fh:
-        fh.truncate(pos + size // 2)
-    return set(range(40, 60))
+    return cut_inside(path, 1)
 
 
 def flip_a_value_byte_of_the_second_batch(path: Path) -> set[int]:

@@ -1,15 +1,15 @@
 //! A segment's `.txnindex` follows the log's truncation (Kafka's `LogSegment.truncateTo`
 //! truncates its `TransactionIndex` with the other indexes).
 
+use kafkalog::cleaner::filter::AbortedTxn;
 use kafkalog::index::transaction_index::ENTRY_SIZE;
 
 use crate::common::{append_values, config, Fixture, T0};
 
-fn entry(producer_id: i64, first: i64, last: i64) -> Vec<u8> {
-    let mut out = 0i16.to_be_bytes().to_vec();
-    for v in [producer_id, first, last, last + 1] {
-        out.extend_from_slice(&v.to_be_bytes());
-    }
+/// One `.txnindex` entry, as the cleaner writes it.
+fn entry(producer_id: i64, first_offset: i64, last_offset: i64) -> Vec<u8> {
+    let mut out = Vec::new();
+    AbortedTxn { producer_id, first_offset, last_offset, last_stable_offset: last_offset + 1 }.write_to(&mut out);
     out
 }
 
