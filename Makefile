@@ -79,8 +79,10 @@ bench-kafka: $(NATIVE_STAMP)
 	$(PY) benches/bench_recovery.py --kafka
 	$(PY) benches/bench_cleaner.py --kafka
 
+# The fuzz targets with 200,000 cases each. proptest runs from a fixed seed (the same cases every
+# run, as in `make test`); `make fuzz PROPTEST_RNG_SEED=<n>` explores other cases.
 fuzz:
-	PROPTEST_CASES=200000 cargo test --release --quiet fuzz_
+	PROPTEST_CASES=200000 $(if $(PROPTEST_RNG_SEED),PROPTEST_RNG_SEED=$(PROPTEST_RNG_SEED)) cargo test --release --quiet fuzz_
 
 # Crash and corruption soak: 500 SIGKILLs of a child process writing to a LogManager (`make
 # test` runs 30), 500 of a compacting child (`make test`: 20), 200 damaged files per kind of
