@@ -17,6 +17,7 @@ __all__ = [
     "read_clean_shutdown",
     "read_properties",
     "_inject_fault",
+    "_crash_after",
     "_clear_faults",
     "_logging_state",
     "__version__",
@@ -222,6 +223,7 @@ def read_properties(path: str | os.PathLike[str]) -> dict[str, str]: ...
 
 # Test-only fault injection (kafkalog.testing wraps these).
 def _inject_fault(path_prefix: str | os.PathLike[str], op: str, errno: int, times: int | None = None) -> None: ...
+def _crash_after(path_prefix: str | os.PathLike[str], skip: int) -> None: ...
 def _clear_faults(path_prefix: str | os.PathLike[str] | None = None) -> None: ...
 def _logging_state() -> tuple[str, int, int, int]:
     """(Rust-side level filter: "OFF", "ERROR", "WARN", "INFO", "DEBUG" or "TRACE"; events it let

@@ -23,15 +23,26 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from ._native import _clear_faults, _inject_fault
+from ._native import _clear_faults, _crash_after, _inject_fault
 
-__all__ = ["inject_fault", "clear_faults", "fault", "Seam", "seam_point", "maintenance_seam", "SEAM_TIMEOUT_S"]
+__all__ = ["inject_fault", "clear_faults", "fault", "crash_after", "Seam", "seam_point", "maintenance_seam", "SEAM_TIMEOUT_S"]
 
 
 def inject_fault(path: str | os.PathLike[str], op: str, errno: int, times: int | None = None) -> None:
     """Makes ``op`` on every file under ``path`` fail with ``errno``, ``times`` times (``None``:
     until cleared). An unknown ``op`` raises ValueError naming the allowed ones."""
     _inject_fault(path, op, errno, times)
+
+
+def crash_after(path: str | os.PathLike[str], skip: int) -> None:
+    """For crash tests, in a child process: kills this process with SIGKILL just before the
+    file operation under ``path`` that would change something (create, write, fsync, truncate,
+    map, rename, delete) once ``skip`` of them have gone through. The crash lands at a chosen,
+    repeatable point of the work instead of after a wall-clock delay; what was written before
+    it survives, as after any SIGKILL (the page cache outlives the process)."""
+    if isinstance(skip, bool) or not isinstance(skip, int) or skip < 0:
+        raise ValueError(f"crash_after: skip must be an int >= 0, not {skip!r}")
+    _crash_after(path, skip)
 
 
 def clear_faults(path: str | os.PathLike[str] | None = None) -> None:

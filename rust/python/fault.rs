@@ -1,5 +1,5 @@
 //! Test-only Python access to the file I/O fault-injection seam (`util::fault`);
-//! `kafkalog.testing` wraps these two functions.
+//! `kafkalog.testing` wraps these functions.
 
 use std::path::PathBuf;
 
@@ -22,6 +22,15 @@ pub fn inject_fault(path_prefix: PathBuf, op: &str, errno: i32, times: Option<u6
     }
     fault::inject(&path_prefix, op, errno, times).persist();
     Ok(())
+}
+
+/// Kills this process with SIGKILL just before the file operation under `path_prefix` that
+/// changes something after `skip` of them have gone through (`util::fault::crash_after`).
+#[pyfunction]
+#[pyo3(name = "_crash_after")]
+#[allow(clippy::needless_pass_by_value)]
+pub fn crash_after(path_prefix: PathBuf, skip: u64) {
+    fault::crash_after(&path_prefix, skip).persist();
 }
 
 /// Removes the rules under `path_prefix`, or every rule when it is `None`.

@@ -92,13 +92,22 @@ impl std::fmt::Display for FaultOp {
     }
 }
 
+/// What a matching rule does.
+#[derive(Debug, Clone, Copy)]
+enum Action {
+    /// `op` fails with this errno.
+    Fail { op: FaultOp, errno: i32 },
+    /// The process kills itself with SIGKILL just before a file operation that changes
+    /// something, once `skip` of them have gone through (see [`crash_after`]).
+    Crash { skip: u64 },
+}
+
 /// One installed rule.
 #[derive(Debug)]
 struct Rule {
     id: u64,
     prefix: PathBuf,
-    op: FaultOp,
-    errno: i32,
+    action: Action,
     /// Failures left before the rule removes itself; `None` = until cleared.
     remaining: Option<u64>,
 }
@@ -146,9 +155,27 @@ pub fn inject(path_prefix: &Path, op: FaultOp, errno: i32, times: Option<u64>) -
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let mut rules = RULES.lock();
     if times != Some(0) {
-        rules.push(Rule { id, prefix: path_prefix.to_path_buf(), op, errno, remaining: times });
+        rules.push(Rule {
+            id,
+            prefix: path_prefix.to_path_buf(),
+            action: Action::Fail { op, errno },
+            remaining: times,
+        });
         ACTIVE.store(rules.len(), Ordering::Relaxed);
     }
+    FaultHandle { id }
+}
+
+/// For crash tests: the process kills itself with SIGKILL just before the file operation under
+/// `path_prefix` that would change something (every [`FaultOp`] but `Read`) after `skip` of
+/// them have gone through. A crash at a chosen, repeatable point of the work, between any two
+/// system calls, instead of a kill sent after a wall-clock delay; what was written before it
+/// stays in the page cache, as after a real SIGKILL.
+pub fn crash_after(path_prefix: &Path, skip: u64) -> FaultHandle {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let mut rules = RULES.lock();
+    rules.push(Rule { id, prefix: path_prefix.to_path_buf(), action: Action::Crash { skip }, remaining: None });
+    ACTIVE.store(rules.len(), Ordering::Relaxed);
     FaultHandle { id }
 }
 
@@ -175,10 +202,28 @@ pub fn check(path: &Path, op: FaultOp) -> io::Result<()> {
 #[cold]
 fn check_rules(path: &Path, op: FaultOp) -> io::Result<()> {
     let mut rules = RULES.lock();
-    let Some(i) = rules.iter().position(|r| r.op == op && path.starts_with(&r.prefix)) else {
+    let matches = |r: &Rule| {
+        path.starts_with(&r.prefix)
+            && match r.action {
+                Action::Fail { op: rule_op, .. } => rule_op == op,
+                Action::Crash { .. } => op != FaultOp::Read,
+            }
+    };
+    let Some(i) = rules.iter().position(matches) else {
         return Ok(());
     };
-    let errno = rules[i].errno;
+    let errno = match &mut rules[i].action {
+        Action::Fail { errno, .. } => *errno,
+        Action::Crash { skip: 0 } => {
+            // SAFETY: getpid and kill take no pointers; SIGKILL ends the process here.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            unreachable!("SIGKILL returned");
+        }
+        Action::Crash { skip } => {
+            *skip -= 1;
+            return Ok(());
+        }
+    };
     if let Some(remaining) = &mut rules[i].remaining {
         *remaining = remaining.saturating_sub(1);
         if *remaining == 0 {

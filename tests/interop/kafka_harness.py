@@ -19,8 +19,11 @@ import subprocess
 import tempfile
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Literal, TypeVar
+
+T = TypeVar("T")
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
@@ -327,21 +330,36 @@ class KafkaBroker:
             raise
 
     def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc is None or self.proc.poll() is not None:
-                raise HarnessError(f"broker exited with {self.proc and self.proc.returncode}:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
-                raise HarnessError(f"broker not ready after {timeout}s:\n{self.log_tail()}")
+        def ready() -> bool:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     pass
             except OSError:
-                time.sleep(0.2)
-                continue
-            if self._metadata_ok():
-                return
-            time.sleep(0.2)
+                return False
+            return self._metadata_ok()
+
+        self.await_state(ready, "the broker to accept connections and know its cluster", timeout=timeout)
+
+    def await_state(
+        self, probe: Callable[[], T | None | Literal[False]], what: str, *, pause: float = 0.1, timeout: float = HANG_GUARD_S
+    ) -> T:
+        """Calls ``probe`` until it returns something truthy, and returns that. The broker is
+        another process that announces nothing, so this is the one place the harness polls its
+        state (a file it writes, what its API answers); ``pause`` separates two probes (0 for a
+        probe that blocks by itself, such as a consumer's poll). It fails at once if the broker
+        exits, and after ``timeout``, which only turns a hang into a failure."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = probe()
+            if value:
+                return value
+            if self.proc is None or self.proc.poll() is not None:
+                raise HarnessError(
+                    f"broker exited with {self.proc and self.proc.returncode} while waiting for {what}:\n{self.log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise HarnessError(f"no {what} after {timeout}s:\n{self.log_tail()}")
+            time.sleep(pause)
 
     def _metadata_ok(self) -> bool:
         with warnings.catch_warnings():
@@ -429,10 +447,7 @@ def create_topic(broker: KafkaBroker, topic: str, config: dict[str, str]) -> Non
     admin = _kafka().KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30000)
     try:
         admin.create_topics([_kafka().admin.NewTopic(topic, 1, 1, topic_configs=config)], timeout_ms=30000)
-        deadline = time.monotonic() + HANG_GUARD_S
-        while topic not in admin.list_topics():
-            assert time.monotonic() < deadline, f"topic {topic} not visible"
-            time.sleep(0.1)
+        broker.await_state(lambda: topic in admin.list_topics(), f"topic {topic} in the metadata")
     finally:
         admin.close()
 
@@ -486,11 +501,15 @@ def consume_all(broker: KafkaBroker, topic: str, partition: int = 0, **consumer_
         consumer.seek_to_beginning(tp)
         end = consumer.end_offsets([tp])[tp]
         rows = []
-        deadline = time.monotonic() + HANG_GUARD_S
-        while consumer.position(tp) < end:
-            assert time.monotonic() < deadline, f"consumer stuck at {consumer.position(tp)} of {end}"
-            for recs in consumer.poll(timeout_ms=500).values():
+
+        def caught_up() -> bool:
+            if consumer.position(tp) >= end:
+                return True
+            for recs in consumer.poll(timeout_ms=500).values():  # blocks until records come
                 rows.extend(consumer_row(r) for r in recs)
+            return False
+
+        broker.await_state(caught_up, f"records up to offset {end} of {topic}-{partition}", pause=0)
         return rows
     finally:
         consumer.close()

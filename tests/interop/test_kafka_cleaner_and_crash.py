@@ -179,12 +179,10 @@ def test_kafkalog_reads_topic_compacted_by_kafka_cleaner(kafka_broker, dump_log_
 
     # Kafka's cleaner cleans everything below the active segment: its checkpoint reaches the
     # active segment's base offset.
-    deadline = time.monotonic() + HANG_GUARD_S
-    while (cp := cleaner_checkpoint(broker, topic)) is None or cp < active_base:
-        assert time.monotonic() < deadline, (
-            f"Kafka's cleaner did not clean within {HANG_GUARD_S} s (checkpoint {cp})\n{broker.log_tail()}"
-        )
-        time.sleep(0.2)
+    cp = broker.await_state(
+        lambda: (c := cleaner_checkpoint(broker, topic)) is not None and c >= active_base and c,
+        "Kafka's cleaner to checkpoint the cleaned section",
+    )
     assert cp == active_base
 
     consumed = consume_all(broker, topic)
@@ -279,7 +277,9 @@ def test_kafkalog_keeps_acknowledged_records_after_sigkill_mid_produce(kafka_bro
     sent: list[dict] = []
     acked: dict[int, tuple[int, bytes, bytes]] = {}  # offset -> (send index, key, value)
     errors: list[BaseException] = []
-    lock = threading.Lock()
+    # Every change to sent / acked / errors is made under `progress` and notifies it: the test
+    # and the producer thread wait on it for the state they need, never for a time.
+    progress = threading.Condition()
     stop = threading.Event()
 
     producer = _kafka().KafkaProducer(
@@ -293,19 +293,26 @@ def test_kafkalog_keeps_acknowledged_records_after_sigkill_mid_produce(kafka_bro
 
     def on_ack(i: int, key: bytes, value: bytes):
         def cb(md) -> None:
-            with lock:
+            with progress:
                 acked[md.offset] = (i, key, value)
+                progress.notify_all()
         return cb
 
     def on_error(exc: BaseException) -> None:
-        with lock:
+        with progress:
             errors.append(exc)
+            progress.notify_all()
+
+    def outstanding() -> int:
+        return len(sent) - len(acked) - len(errors)
 
     def produce_loop() -> None:
         i = 0
         while not stop.is_set():
             r = crash_record(i, rng, base_ts)
-            sent.append(r)
+            with progress:
+                sent.append(r)
+                progress.notify_all()
             try:
                 fut = producer.send(topic, partition=0, **r)
             except Exception as exc:  # the broker is gone: the send buffer times out
@@ -315,37 +322,37 @@ def test_kafkalog_keeps_acknowledged_records_after_sigkill_mid_produce(kafka_bro
             i += 1
             # At most ~300 records outstanding: the producer stays busy without buffering
             # tens of thousands of records that then take long to expire.
-            while i - len(acked) - len(errors) > 300 and not stop.is_set():
-                time.sleep(0.001)
+            with progress:
+                progress.wait_for(lambda: outstanding() <= 300 or stop.is_set())
+
+    def wait(predicate, what: str) -> None:
+        """Waits (under `progress`) until `predicate`; HANG_GUARD_S only turns a hang into a failure."""
+        if not progress.wait_for(lambda: predicate() or not thread.is_alive(), timeout=HANG_GUARD_S) or not predicate():
+            raise AssertionError(f"{what}: {len(acked)} acks, {len(sent)} sent, {len(errors)} errors\n{broker.log_tail()}")
 
     thread = threading.Thread(target=produce_loop, daemon=True)
     t0 = time.monotonic()
     thread.start()
     try:
-        # Kill once 2000 records are acknowledged and some sent ones are not: checked and killed
-        # under the lock, so no acknowledgement lands in between (the deadline is a hang guard).
-        deadline = time.monotonic() + HANG_GUARD_S
-        while True:
-            with lock:
-                unacked_at_kill = len(sent) - len(acked)
-                if len(acked) >= 2000 and unacked_at_kill > len(errors):
-                    broker.kill()  # mid-produce: the producer is still sending
-                    sent_after_kill = len(sent)
-                    break
-            assert time.monotonic() < deadline and thread.is_alive(), f"only {len(acked)} acks\n{broker.log_tail()}"
-            time.sleep(0.01)
-        # A record sent to the dead broker can never be acknowledged: its failure (the
-        # connection is gone, or delivery_timeout_ms passes) guarantees the errors below.
-        while len(sent) <= sent_after_kill and not errors:
-            assert time.monotonic() < deadline and thread.is_alive(), "the producer stopped sending at the kill"
-            time.sleep(0.01)
+        with progress:
+            # Kill once 2000 records are acknowledged and some sent ones are not, under the
+            # condition's lock, so no acknowledgement lands in between.
+            wait(lambda: len(acked) >= 2000 and len(sent) - len(acked) > len(errors), "2000 acks with records outstanding")
+            unacked_at_kill = len(sent) - len(acked)
+            broker.kill()  # mid-produce: the producer is still sending
+            sent_after_kill = len(sent)
+            # A record sent to the dead broker can never be acknowledged: its failure (the
+            # connection is gone, or delivery_timeout_ms passes) guarantees the errors below.
+            wait(lambda: len(sent) > sent_after_kill or bool(errors), "the producer stopped sending at the kill")
     finally:
         stop.set()
+        with progress:
+            progress.notify_all()
         thread.join(HANG_GUARD_S)
         producer.close(timeout=HANG_GUARD_S)  # waits for the pending batches to fail
     assert unacked_at_kill > 0 and errors, "test set-up: the producer should still be sending at the kill"
 
-    with lock:
+    with progress:
         acked_now = dict(acked)
     # The acknowledged offsets are exactly the send order (one partition, no retries).
     for offset, (i, _, _) in acked_now.items():

@@ -148,10 +148,7 @@ def create_topic(broker: KafkaBroker, topic: str, partitions: int, config: dict[
     admin = k.KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30000)
     try:
         admin.create_topics([k.admin.NewTopic(topic, partitions, 1, topic_configs=config)], timeout_ms=30000)
-        deadline = time.monotonic() + HANG_GUARD_S
-        while topic not in admin.list_topics():
-            assert time.monotonic() < deadline, f"topic {topic} not visible"
-            time.sleep(0.1)
+        broker.await_state(lambda: topic in admin.list_topics(), f"topic {topic} in the metadata")
     finally:
         admin.close()
 
@@ -306,7 +303,7 @@ def brokers(kafka_jars: KafkaJars, tmp_path_factory: pytest.TempPathFactory, req
 
 # A kafkalog process that appends, flushes and then waits to be SIGKILLed.
 KAFKALOG_WRITER = r"""
-import json, pickle, sys, time
+import json, pickle, sys
 import kafkalog
 from kafkalog import Record
 
@@ -323,8 +320,7 @@ for partition, codec, rows in appends:
     ends[partition] = log.log_end_offset
 m.flush()
 print(json.dumps({"had_clean_shutdown": summary.had_clean_shutdown, "ends": ends}), flush=True)
-while True:
-    time.sleep(3600)  # until the parent's SIGKILL
+sys.stdin.read()  # blocks until the parent's SIGKILL (stdin is a pipe the parent keeps open)
 """
 
 
@@ -345,6 +341,7 @@ def kafkalog_append_flush_and_sigkill(
     }
     proc = subprocess.Popen(
         [sys.executable, "-c", KAFKALOG_WRITER, json.dumps(args)],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -363,10 +360,9 @@ def kafkalog_append_flush_and_sigkill(
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
         proc.wait(HANG_GUARD_S)
-        if proc.stdout:
-            proc.stdout.close()
-        if proc.stderr:
-            proc.stderr.close()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe:
+                pipe.close()
     assert proc.returncode == -signal.SIGKILL
     return report
 

@@ -1,14 +1,15 @@
 """Child process for test_cleaner_crash: appends keyed records to a compacted log and cleans it
-in a loop until it is killed with SIGKILL.
+in a loop until its crash seam kills it with SIGKILL.
 
-    python cleaner_crash_child.py <partition_dir> <seed> <rounds>
+    python cleaner_crash_child.py <partition_dir> <seed> <crash_after>
 
-Prints ``ready`` once the log is open (after its recovery), then loops: append a batch, maybe
-roll, and most of the time ``compact_now`` with a random offset-map size (tiny maps mean many
-passes, many replaces). After ``<rounds>`` rounds of the loop it prints ``rounds`` (and goes on),
-so the parent kills it after a known amount of work, however fast or slow the machine is. Kills
-land mostly inside a clean: while building the map, writing ``.cleaned`` segments, or in the
-middle of the crash-safe replace.
+Arms the crash seam (:func:`kafkalog.testing.crash_after`): the child kills itself just before
+the file operation under the partition dir that would change something once ``<crash_after>``
+of them have gone through. Then it opens the log (and recovers it) and loops: append a batch,
+maybe roll, and most of the time ``compact_now`` with a random offset-map size (tiny maps mean
+many passes, many replaces). Most file operations belong to cleans, so kills land mostly inside
+one: writing ``.cleaned`` segments, or in the middle of the crash-safe replace. The crash point
+is a pure function of the two numbers, the same on any machine.
 
 Record contents are a pure function of the offset (:func:`content`), so the parent knows what
 every offset held without any status file: a record served at offset o must be ``content(o)``,
@@ -46,19 +47,14 @@ def clean_time(log_end_offset: int) -> int:
     return T0 + 1_000_000 + log_end_offset * 40
 
 
-def run(path: str, seed: int, announce_after_rounds: int) -> None:
+def run(path: str, seed: int, crash_after: int) -> None:
     from kafkalog import Record, UnifiedLog
+    from kafkalog.testing import crash_after as arm_crash
 
     rng = random.Random(seed)
+    arm_crash(path, crash_after)
     log = UnifiedLog.open(path, CONFIG)
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
-    done = 0
     while True:
-        if done == announce_after_rounds:
-            sys.stdout.write("rounds\n")
-            sys.stdout.flush()
-        done += 1
         first = log.log_end_offset
         n = rng.randint(1, 30)
         records = [Record(*content(o)[:2], timestamp=content(o)[2]) for o in range(first, first + n)]
@@ -77,5 +73,5 @@ def run(path: str, seed: int, announce_after_rounds: int) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) != 4:
-        sys.exit("usage: cleaner_crash_child.py <partition_dir> <seed> <rounds>")
+        sys.exit("usage: cleaner_crash_child.py <partition_dir> <seed> <crash_after>")
     run(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

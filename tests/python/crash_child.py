@@ -1,12 +1,14 @@
 """Child process for test_crash_recovery: a LogManager under load, killed with SIGKILL.
 
-    python crash_child.py <log_dir> <seed> <status_file> <ops>
+    python crash_child.py <log_dir> <seed> <status_file> <crash_after>
 
-Prints ``opening``, opens ``log_dir`` with a LogManager (no scheduler thread), gets or creates
-the partitions of :data:`PARTITIONS`, prints ``ready`` and then, until it is killed, picks at random (seeded):
-append a batch, roll, flush, run retention, delete records, tick. After ``<ops>`` of those it
-prints ``ops`` (and goes on), so the parent kills it after a known amount of work, however fast
-or slow the machine is.
+Arms the crash seam (:func:`kafkalog.testing.crash_after`): the child kills itself with SIGKILL
+just before the file operation under ``log_dir`` that would change something once
+``<crash_after>`` of them have gone through. Then it opens ``log_dir`` with a LogManager (no
+scheduler thread; a small ``<crash_after>`` crashes it while it loads and recovers), gets or
+creates the partitions of :data:`PARTITIONS` and, until the crash, picks at random (seeded):
+append a batch, roll, flush, run retention, delete records, tick. The crash point is a pure
+function of the two numbers, so a failing kill is repeated exactly, on any machine.
 
 Every record encodes where it belongs: its value is ``<topic>-<partition>:<offset>``, its key
 ``k<offset>`` and its timestamp ``T0 + offset``, so a reader can check any record it is served.
@@ -97,18 +99,16 @@ def write_status_durably(path: str, status: dict[str, dict[str, int]]) -> None:
         os.close(dir_fd)
 
 
-def run(log_dir: str, seed: int, status_path: str, announce_after_ops: int) -> None:
+def run(log_dir: str, seed: int, status_path: str, crash_after: int) -> None:
     # Imported here so that importing this module for its constants stays cheap.
     from kafkalog import LogManager, Record
+    from kafkalog.testing import crash_after as arm_crash
 
     rng = random.Random(seed)
     status = read_status(status_path)
-    sys.stdout.write("opening\n")
-    sys.stdout.flush()
+    arm_crash(log_dir, crash_after)
     manager = LogManager([log_dir], CONFIG, scheduler=False)
     logs = {tp: manager.create_log(*tp) for tp in PARTITIONS}
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
 
     def record_offsets(key: str, offsets: dict[str, int]) -> None:
         for name, offset in offsets.items():
@@ -120,12 +120,7 @@ def run(log_dir: str, seed: int, status_path: str, announce_after_ops: int) -> N
             status[key][name] = offset
         write_status_durably(status_path, status)
 
-    done = 0
     while True:
-        if done == announce_after_ops:
-            sys.stdout.write("ops\n")
-            sys.stdout.flush()
-        done += 1
         tp = rng.choice(PARTITIONS)
         log = logs[tp]
         op = rng.random()
@@ -157,5 +152,5 @@ def run(log_dir: str, seed: int, status_path: str, announce_after_ops: int) -> N
 
 if __name__ == "__main__":
     if len(sys.argv) != 5:
-        sys.exit("usage: crash_child.py <log_dir> <seed> <status_file> <ops>")
+        sys.exit("usage: crash_child.py <log_dir> <seed> <status_file> <crash_after>")
     run(sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))

@@ -1,6 +1,6 @@
 """Crash recovery for real: a child process (crash_child.py) appends, rolls, flushes, runs
-retention and deletes records on a LogManager while this test kills it with SIGKILL at random
-moments. After every kill the log dir is reopened here and checked against what the child
+retention and deletes records on a LogManager until it is killed with SIGKILL at a seeded
+point of its work. After every kill the log dir is reopened here and checked against what the child
 recorded durably before it died:
 
 - every flushed record is there, with the value written at its offset;
@@ -14,9 +14,10 @@ recorded durably before it died:
 
 The reopen is closed cleanly or just dropped, at random, so the next child starts after both a
 clean and an unclean shutdown; about one kill in ten lands while the child is still loading.
-The kill moment is the one thing left to timing, by design: the child says when it has done a
-seeded number of operations (so every run does that much work on any machine) and the kill
-follows after a short random delay; every check holds wherever the kill lands.
+Nothing is left to timing: the child kills itself through the crash seam
+(``kafkalog.testing.crash_after``) just before its N-th file operation that changes something,
+N seeded, so each kill lands between the same two system calls on any machine and a failure
+is repeated exactly by its seed.
 A SIGKILL loses no byte already written (the page cache outlives the process), so this tests
 that every step (appends, rolls, renames, checkpoints, retention) leaves a consistent state at
 any instant; torn and damaged files are test_corruption's business.
@@ -30,11 +31,9 @@ from __future__ import annotations
 import gc
 import os
 import random
-import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -46,8 +45,6 @@ from manager_helpers import HANG_GUARD_S
 CHILD = Path(__file__).with_name("crash_child.py")
 KILLS = int(os.environ.get("KAFKALOG_CRASH_KILLS", "30"))
 SEED = int(os.environ.get("KAFKALOG_CRASH_SEED", "1"))
-#: A hang guard only: a slow start never reaches it.
-READY_TIMEOUT_S = HANG_GUARD_S
 
 #: Files a reopen must leave behind no trace of: an interrupted clean/split/replace is rolled
 #: back or completed at load.
@@ -73,46 +70,27 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
 
 
-def _start_child(log_dir: Path, seed: int, status: Path, stderr_path: Path, ops: int) -> subprocess.Popen[bytes]:
+def _crash_child(log_dir: Path, seed: int, status: Path, stderr_path: Path, crash_after: int) -> None:
+    """Runs the child until its crash seam kills it (see crash_child.py); fails if it exits
+    any other way. The wait is for the child's own end: HANG_GUARD_S only turns a hang into a
+    failure."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     with open(stderr_path, "wb") as err:
-        return subprocess.Popen(
-            [sys.executable, str(CHILD), str(log_dir), str(seed), str(status), str(ops)],
-            # Unbuffered: readline() then takes only its line off the pipe, so select() still
-            # sees a "ready" that arrived together with "opening".
-            bufsize=0,
-            stdout=subprocess.PIPE,
+        child = subprocess.Popen(
+            [sys.executable, str(CHILD), str(log_dir), str(seed), str(status), str(crash_after)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
             stderr=err,
             env=env,
         )
-
-
-def _wait_for(child: subprocess.Popen[bytes], word: bytes, stderr_path: Path) -> None:
-    """Waits until the child prints ``word`` on a line of its own."""
-    assert child.stdout is not None
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([child.stdout], [], [], 0.05)
-        if ready:
-            line = child.stdout.readline()
-            if line.strip() == word:
-                return
-            if not line:
-                child.wait()
-                pytest.fail(f"child exited with {child.returncode} before {word!r}: {stderr_path.read_text()}")
-    child.kill()
-    child.wait()
-    pytest.fail(f"child did not print {word!r} within {READY_TIMEOUT_S} s: {stderr_path.read_text()}")
-
-
-def _kill(child: subprocess.Popen[bytes], stderr_path: Path) -> None:
-    if child.poll() is not None:
-        pytest.fail(f"child exited by itself with {child.returncode}: {stderr_path.read_text()}")
-    child.send_signal(signal.SIGKILL)
-    child.wait()
-    assert child.returncode == -signal.SIGKILL
-    if child.stdout is not None:
-        child.stdout.close()
+    try:
+        code = child.wait(HANG_GUARD_S)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        pytest.fail(f"child never reached its crash point in {HANG_GUARD_S} s: {stderr_path.read_text()}")
+    if code != -signal.SIGKILL:
+        pytest.fail(f"child exited with {code}, not by its crash seam: {stderr_path.read_text()}")
 
 
 def _check_log(
@@ -210,28 +188,16 @@ def test_sigkill_at_random_moments(tmp_path: Path) -> None:
     for kill in range(KILLS):
         stderr_path = tmp_path / f"child-{kill}.err"
         child_seed = rng.randrange(1 << 32)
-        ops = rng.randrange(10, 120)
-        child = _start_child(log_dir, child_seed, status_path, stderr_path, ops)
-        try:
-            if kill > 0 and rng.random() < 0.1:
-                # A crash while the child loads (and recovers) the logs, or just after.
-                _wait_for(child, b"opening", stderr_path)
-                time.sleep(rng.uniform(0.0, 0.01))
-            else:
-                _wait_for(child, b"opening", stderr_path)
-                _wait_for(child, b"ready", stderr_path)
-                # At least `ops` operations, then a kill somewhere in the ones that follow.
-                _wait_for(child, b"ops", stderr_path)
-                time.sleep(rng.uniform(0.0, 0.05))
-            _kill(child, stderr_path)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+        # Mostly a crash in the work after the open; one in ten while the child loads (and
+        # recovers) the logs, or just after.
+        crash_after = rng.randrange(0, 40) if kill > 0 and rng.random() < 0.1 else rng.randrange(40, 600)
+        _crash_child(log_dir, child_seed, status_path, stderr_path, crash_after)
         try:
             _reopen_and_check(log_dir, status_path, floors, rng, close_cleanly=rng.random() < 0.5)
         except AssertionError as e:
-            raise AssertionError(f"after kill {kill} (KAFKALOG_CRASH_SEED={SEED}, child seed {child_seed}): {e}") from e
+            raise AssertionError(
+                f"after kill {kill} (KAFKALOG_CRASH_SEED={SEED}, child seed {child_seed}, crash after {crash_after}): {e}"
+            ) from e
     status = read_status(status_path)
     # The run did real work: data was flushed and retention moved the log start on.
     assert all(tp_name(tp) in status["flushed"] for tp in PARTITIONS), status
