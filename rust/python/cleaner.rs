@@ -1,15 +1,11 @@
 //! Python views of the cleaner's results: `kafkalog.cleaner.CleanerStats`, `CleanPass` and
 //! `CompactResult` (frozen dataclasses defined in Python, so Spark can pickle them) built from
-//! the Rust structs, the options of an on-demand clean, and the offset maps on-demand cleans
-//! reuse.
-
-use std::sync::{Arc, Mutex};
+//! the Rust structs.
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::cleaner::{CleanerParams, CleanerStats, CompactResult, SkimpyOffsetMap, Throttler};
-use crate::error::{Error, Result};
+use crate::cleaner::{CleanerStats, CompactResult};
 
 fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
     py.import("kafkalog.cleaner")?.getattr(name)
@@ -58,79 +54,4 @@ pub(crate) fn compact_result_to_py<'py>(
     d.set_item("end_offset", r.end_offset)?;
     d.set_item("stats", stats_to_py(py, &r.stats)?)?;
     class(py, "CompactResult")?.call((), Some(&d))
-}
-
-/// Offset maps of finished on-demand cleans (`UnifiedLog.compact_now`), kept for the next
-/// one, as a cleaner thread keeps its map for life: the first touch of a fresh map's memory
-/// (the kernel zeroing 128 MiB of pages, slower still in a VM) can cost as much as cleaning a
-/// few hundred MB. At most [`MAX_IDLE_MAPS`] are kept (two concurrent cleans' worth).
-static IDLE_MAPS: Mutex<Vec<SkimpyOffsetMap>> = Mutex::new(Vec::new());
-const MAX_IDLE_MAPS: usize = 2;
-
-/// An idle map of the size `memory` asks for, or a new one.
-fn take_idle_map(memory: usize) -> Result<SkimpyOffsetMap> {
-    let slots = memory.min(crate::cleaner::offset_map::MAX_MAP_BYTES) / crate::cleaner::offset_map::BYTES_PER_ENTRY;
-    let mut idle = IDLE_MAPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(i) = idle.iter().position(|m| m.slots() == slots) {
-        return Ok(idle.swap_remove(i));
-    }
-    drop(idle);
-    SkimpyOffsetMap::new(memory)
-}
-
-/// Keeps `map` for the next on-demand clean (the newest maps win when too many are idle).
-pub(crate) fn return_idle_map(map: SkimpyOffsetMap) {
-    let mut idle = IDLE_MAPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    idle.push(map);
-    if idle.len() > MAX_IDLE_MAPS {
-        idle.remove(0);
-    }
-}
-
-/// The sizes of an on-demand clean, checked with the broker keys' names and ranges.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct OnDemandCleaner {
-    pub dedupe_buffer_size: i64,
-    pub load_factor: f64,
-    pub io_buffer_size: i64,
-    pub max_io_bytes_per_second: Option<f64>,
-}
-
-impl OnDemandCleaner {
-    /// A cleaner with its own map, built on the calling (GIL-free) thread.
-    pub(crate) fn build(self, clock: crate::util::clock::SharedClock) -> Result<crate::cleaner::Cleaner> {
-        if self.dedupe_buffer_size < 1 {
-            return Err(Error::invalid_config(
-                "log.cleaner.dedupe.buffer.size",
-                self.dedupe_buffer_size,
-                "must be >= 1",
-            ));
-        }
-        if self.load_factor.is_nan() || self.load_factor <= 0.0 || self.load_factor > 1.0 {
-            return Err(Error::invalid_config(
-                "log.cleaner.io.buffer.load.factor",
-                self.load_factor,
-                "must be in (0, 1]",
-            ));
-        }
-        if self.io_buffer_size < 2 || self.io_buffer_size > i64::from(i32::MAX) {
-            return Err(Error::invalid_config(
-                "log.cleaner.io.buffer.size",
-                self.io_buffer_size,
-                "must be in [2, 2147483647]",
-            ));
-        }
-        let rate = self.max_io_bytes_per_second.unwrap_or(f64::MAX);
-        if rate.is_nan() || rate <= 0.0 {
-            return Err(Error::invalid_config("log.cleaner.io.max.bytes.per.second", rate, "must be > 0"));
-        }
-        let map = take_idle_map(self.dedupe_buffer_size.min(i64::from(i32::MAX)) as usize)?;
-        let params = CleanerParams {
-            io_buffer_size: (self.io_buffer_size / 2) as usize,
-            dedupe_buffer_load_factor: self.load_factor,
-            ..CleanerParams::default()
-        };
-        let throttler = Arc::new(Throttler::new(rate, crate::cleaner::throttler::CHECK_INTERVAL));
-        crate::cleaner::Cleaner::new(0, map, params, throttler, clock)
-    }
 }

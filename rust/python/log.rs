@@ -13,10 +13,12 @@ use super::buffer::OwnedBuffer;
 use super::decode;
 use super::errors::{run, to_py_err};
 use crate::checkpoint::partition_metadata::TopicId;
+use crate::cleaner::{CompactOptions, Compactor};
 use crate::config::LogConfig;
 use crate::error::Error;
 use crate::log::log_validator::LogAppendInfo;
-use crate::log::unified_log::{check_first_dirty_offset, FetchIsolation, LogOpenOptions, UnifiedLog};
+use crate::log::unified_log::{FetchIsolation, LogOpenOptions, UnifiedLog};
+use crate::manager::config::CleanerConfig;
 use crate::record::builder::{BatchBuilder, BatchHeader};
 use crate::record::compression::CompressionType;
 use crate::util::clock::SystemClock;
@@ -405,23 +407,21 @@ impl PyUnifiedLog {
         time_ms: Option<i64>,
         ignore_cleanup_policy: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let checked = check_compactable(&self.inner, ignore_cleanup_policy)
-            .and_then(|()| first_dirty_offset.map_or(Ok(()), |o| check_first_dirty_offset(&self.inner, o)));
-        checked.map_err(|e| to_py_err(py, e))?;
-        let log = self.inner.clone();
-        let sizes = super::cleaner::OnDemandCleaner {
-            dedupe_buffer_size,
-            load_factor,
-            io_buffer_size,
-            max_io_bytes_per_second,
-        };
-        let options = crate::cleaner::CompactOptions { first_dirty_offset, now_ms: time_ms };
-        let result = run(py, move || {
-            let mut cleaner = sizes.build(Arc::new(SystemClock))?;
-            let result = crate::cleaner::compact_log(&mut cleaner, &log, &options, &|| Ok(()));
-            super::cleaner::return_idle_map(cleaner.into_offset_map());
-            result
+        let io_buffer_size = i32::try_from(io_buffer_size).map_err(|_| {
+            let rule = crate::cleaner::compactor::IO_BUFFER_SIZE_RANGE;
+            to_py_err(py, Error::invalid_config("log.cleaner.io.buffer.size", io_buffer_size, rule))
         })?;
+        let config = CleanerConfig {
+            dedupe_buffer_size,
+            dedupe_buffer_load_factor: load_factor,
+            io_buffer_size,
+            max_io_bytes_per_second: max_io_bytes_per_second.unwrap_or(f64::MAX),
+            ..CleanerConfig::default()
+        };
+        let compactor = Compactor::new(config, Arc::new(SystemClock));
+        let options = CompactOptions { first_dirty_offset, now_ms: time_ms };
+        let log = self.inner.clone();
+        let result = run(py, move || compactor.compact(&log, &options, ignore_cleanup_policy))?;
         super::cleaner::compact_result_to_py(py, &result, 0, &self.inner.topic_partition().to_string())
     }
 }
@@ -435,26 +435,6 @@ pub(crate) fn parse_topic_id(topic_id: &str) -> crate::error::Result<TopicId> {
             format!("must be a topic id in Kafka's 22-character URL-safe base64 form ({e})"),
         )
     })
-}
-
-/// An on-demand clean keeps only the latest record of each key and drops records without a
-/// key: on a log whose `cleanup.policy` lacks `compact`, that loses data the topic keeps, so it
-/// is refused (with `LogManager.compact_now`'s error) unless the caller insists.
-fn check_compactable(log: &UnifiedLog, ignore_cleanup_policy: bool) -> crate::error::Result<()> {
-    let config = log.config();
-    if config.compact() || ignore_cleanup_policy {
-        return Ok(());
-    }
-    Err(Error::invalid_config(
-        "cleanup.policy",
-        config.cleanup_policy,
-        format!(
-            "partition {} is not compacted: compact_now needs cleanup.policy to contain compact (a clean keeps \
-             only the latest record of each key and drops records without a key); open the log with \
-             cleanup.policy=compact, or pass ignore_cleanup_policy=True to compact it anyway",
-            log.topic_partition()
-        ),
-    ))
 }
 
 /// Encodes records into v2 batches of at most `batch_size` uncompressed bytes each (as a
