@@ -25,7 +25,9 @@ from .manager import CleanerStatus, CleanOutcome, DirLoadSummary, DirRecoveryPro
 from .records import (
     AppendInfo,
     ConsumerRecord,
+    DecodedRecord,
     DeletedSegment,
+    EpochEntry,
     ReadResult,
     Record,
     RetentionResult,
@@ -59,6 +61,8 @@ __all__ = [
     "SegmentInfo",
     "ReadResult",
     "TimestampAndOffset",
+    "DecodedRecord",
+    "EpochEntry",
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",
