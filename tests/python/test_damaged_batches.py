@@ -96,7 +96,7 @@ def flip_a_value_byte_of_the_second_batch(path: Path) -> set[int]:
     return set(range(40, 50))
 
 
-def offsets_of(log: UnifiedLog) -> dict[str, list[int]]:
+def offsets_served(log: UnifiedLog) -> dict[str, list[int]]:
     """What each read path serves, whole log."""
     return {
         "records": [r.offset for r in log.records()],
@@ -120,7 +120,7 @@ def test_a_torn_tail_is_skipped_by_every_read_path(
     caplog.set_level(logging.WARNING, logger="kafkalog")
     with UnifiedLog.open(path, CONFIG, read_only=read_only) as log:
         assert (log.log_start_offset, log.log_end_offset) == (0, len(ALL))
-        for path_name, got in offsets_of(log).items():
+        for path_name, got in offsets_served(log).items():
             assert got == intact, path_name
         for o in ALL:
             records = log.read(o, 1).records
@@ -152,7 +152,7 @@ def test_the_cleaner_keeps_the_complete_batches_of_a_torn_segment(
         assert result.end_offset == 60
         left_out = [r.getMessage() for r in caplog.records if "leaves out the" in r.getMessage()]
         assert len(left_out) == 1 and str(middle_segment(path)) in left_out[0], left_out
-        for path_name, got in offsets_of(log).items():
+        for path_name, got in offsets_served(log).items():
             assert got == expected, path_name
         assert all(r.value == value(r.offset) for r in log.records())
     with UnifiedLog.open(path, CONFIG) as log:
@@ -262,7 +262,7 @@ def test_an_index_entry_pointing_past_its_offset_does_not_skip_records(
     caplog.set_level(logging.WARNING, logger="kafkalog")
     with UnifiedLog.open(path, config, read_only=read_only) as log:
         everything = list(range(121))
-        for path_name, got in offsets_of(log).items():
+        for path_name, got in offsets_served(log).items():
             assert got == everything, path_name
         for o in range(120):
             assert (log.read(o, 1).records[0].value) == value(o), f"read({o})"

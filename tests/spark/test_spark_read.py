@@ -19,7 +19,7 @@ T0 = 1_700_000_000_000
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
-def fill(
+def write_partition(
     path: Path, n: int, *, per_batch: int = 5, codecs: tuple[str, ...] = ("none",), headers: bool = False, roll: bool = False
 ) -> list[Record]:
     """Appends ``n`` records with explicit timestamps T0 + 10 * offset, cycling through
@@ -75,7 +75,7 @@ def read(spark: SparkSession, path: Path | str, **options: str) -> DataFrame:
 
 
 def test_every_codec_with_headers_and_nulls_reads_back(spark: SparkSession, tmp_path: Path) -> None:
-    written = fill(tmp_path / "codecs-0", 50, codecs=CODECS, headers=True)
+    written = write_partition(tmp_path / "codecs-0", 50, codecs=CODECS, headers=True)
     df = read(spark, tmp_path / "codecs-0", includeHeaders="true")
     assert df.schema == kafka_schema(include_headers=True)
     assert rows(df, headers=True) == expected("codecs", 0, written, headers=True)
@@ -86,7 +86,7 @@ def test_every_codec_with_headers_and_nulls_reads_back(spark: SparkSession, tmp_
 
 
 def test_columns_are_spark_kafka_source_columns(spark: SparkSession, tmp_path: Path) -> None:
-    fill(tmp_path / "cols-0", 3)
+    write_partition(tmp_path / "cols-0", 3)
     df = read(spark, tmp_path / "cols-0")
     assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
         ("key", "binary"),
@@ -102,7 +102,7 @@ def test_columns_are_spark_kafka_source_columns(spark: SparkSession, tmp_path: P
 
 def test_path_forms_and_subscriptions(spark: SparkSession, tmp_path: Path) -> None:
     for name in ("a-0", "a-1", "b-0", "ab-0"):
-        fill(tmp_path / name, 4)
+        write_partition(tmp_path / name, 4)
     (tmp_path / "a-2.4f2c-delete").mkdir()  # Kafka's renamed dirs are never read
 
     def parts(**opts: str) -> list[tuple[str, int]]:
@@ -119,8 +119,8 @@ def test_path_forms_and_subscriptions(spark: SparkSession, tmp_path: Path) -> No
 
 
 def test_offset_options(spark: SparkSession, tmp_path: Path) -> None:
-    w0 = fill(tmp_path / "o-0", 20)
-    w1 = fill(tmp_path / "o-1", 10)
+    w0 = write_partition(tmp_path / "o-0", 20)
+    w1 = write_partition(tmp_path / "o-1", 10)
     sub = {"subscribe": "o"}
     spec = json.dumps({"o": {"0": 5, "1": -2}})
     end = json.dumps({"o": {"0": 12, "1": -1}})
@@ -133,8 +133,8 @@ def test_offset_options(spark: SparkSession, tmp_path: Path) -> None:
 
 
 def test_timestamp_options(spark: SparkSession, tmp_path: Path) -> None:
-    w0 = fill(tmp_path / "ts-0", 20)  # timestamps T0 + 10 * offset
-    w1 = fill(tmp_path / "ts-1", 20)
+    w0 = write_partition(tmp_path / "ts-0", 20)  # timestamps T0 + 10 * offset
+    w1 = write_partition(tmp_path / "ts-1", 20)
     sub = {"subscribe": "ts"}
     got = rows(read(spark, tmp_path, startingTimestamp=str(T0 + 95), endingTimestamp=str(T0 + 150), **sub))
     assert got == expected("ts", 0, w0[10:15], 10) + expected("ts", 1, w1[10:15], 10)
@@ -151,8 +151,8 @@ def test_timestamp_options(spark: SparkSession, tmp_path: Path) -> None:
 
 
 def test_min_partitions_splits_big_partitions(spark: SparkSession, tmp_path: Path) -> None:
-    w0 = fill(tmp_path / "m-0", 100, per_batch=7)
-    w1 = fill(tmp_path / "m-1", 10)
+    w0 = write_partition(tmp_path / "m-0", 100, per_batch=7)
+    w1 = write_partition(tmp_path / "m-1", 10)
     df = read(spark, tmp_path, subscribe="m", minPartitions="6")
     sizes = df.rdd.mapPartitions(lambda it: [sum(1 for _ in it)]).collect()
     assert sorted(sizes) == [10, 20, 20, 20, 20, 20]  # ideal 110/6: m-0 in round(100/18.3) = 5 parts, m-1 whole
@@ -161,7 +161,7 @@ def test_min_partitions_splits_big_partitions(spark: SparkSession, tmp_path: Pat
 
 
 def test_fail_on_data_loss(spark: SparkSession, tmp_path: Path) -> None:
-    written = fill(tmp_path / "loss-0", 30, roll=True)
+    written = write_partition(tmp_path / "loss-0", 30, roll=True)
     with UnifiedLog.open(tmp_path / "loss-0", {"retention.ms": -1}) as log:  # T0 is years ago
         log.delete_records(12)
         log.delete_old_segments()  # segments [0, 5) and [5, 10) go: the log starts at 10 on disk
@@ -194,7 +194,7 @@ def test_fail_on_data_loss(spark: SparkSession, tmp_path: Path) -> None:
     ],
 )
 def test_option_errors_name_the_option(spark: SparkSession, tmp_path: Path, options: dict[str, str], pattern: str) -> None:
-    fill(tmp_path / "err-0", 2)
+    write_partition(tmp_path / "err-0", 2)
     reader = spark.read.format("kafkalog").option("path", str(tmp_path / "err-0"))
     for k, v in options.items():
         reader = reader.option(k, v)
@@ -203,7 +203,7 @@ def test_option_errors_name_the_option(spark: SparkSession, tmp_path: Path, opti
 
 
 def test_missing_path_and_subscription_errors(spark: SparkSession, tmp_path: Path) -> None:
-    fill(tmp_path / "p-0", 1)
+    write_partition(tmp_path / "p-0", 1)
     with pytest.raises(Exception, match=r"option 'path' missing"):
         spark.read.format("kafkalog").load().collect()
     with pytest.raises(Exception, match=r"'path'.*is not a directory"):
