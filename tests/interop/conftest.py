@@ -63,16 +63,17 @@ def kafka_jars() -> KafkaJars:
 def kafka_broker(
     kafka_jars: KafkaJars, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., KafkaBroker]]:
-    """``kafka_broker(**broker_overrides)`` -> a started KafkaBroker. Overrides are
-    server.properties entries, e.g. ``{"log.cleaner.backoff.ms": "100"}``."""
+    """``kafka_broker(overrides)`` -> a started KafkaBroker (``start=False``: formatted, not
+    started). Overrides are server.properties entries, e.g. ``{"log.cleaner.backoff.ms": "100"}``."""
     brokers: list[KafkaBroker] = []
 
-    def start(overrides: dict[str, str] | None = None) -> KafkaBroker:
+    def start(overrides: dict[str, str] | None = None, *, start: bool = True) -> KafkaBroker:
         work = tmp_path_factory.mktemp("kafka-broker")
         # The cluster id and the ports' search start come from the test's id: repeatable.
         broker = KafkaBroker(kafka_jars, work, overrides, name=f"{request.node.nodeid} broker {len(brokers)}")
         brokers.append(broker)
-        broker.start()
+        if start:
+            broker.start()
         return broker
 
     try:

@@ -32,7 +32,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,7 +46,6 @@ from kit.kafka_harness import (
     TOOL_JVM_OPTS,
     HarnessError,
     KafkaBroker,
-    KafkaJars,
     _kafka,
     create_topic,
     produce_records,
@@ -259,27 +257,6 @@ def manager_config(broker: KafkaBroker) -> dict[str, str]:
     return {"node.id": broker.properties()["node.id"], "cluster.id": broker.cluster_id}
 
 
-@pytest.fixture
-def brokers(kafka_jars: KafkaJars, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Callable[..., KafkaBroker]]:
-    """``brokers(**overrides)`` -> a KafkaBroker, not started. Killed at teardown if running."""
-    made: list[KafkaBroker] = []
-
-    def new(overrides: dict[str, str] | None = None) -> KafkaBroker:
-        name = f"{request.node.nodeid} broker {len(made)}"  # the cluster id and ports come from it
-        b = KafkaBroker(kafka_jars, tmp_path_factory.mktemp("lm-broker"), overrides, name=name)
-        made.append(b)
-        return b
-
-    try:
-        yield new
-    finally:
-        failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
-        for b in made:
-            b.release()
-            if failed:
-                print(f"\n[broker {b.bootstrap} in {b.work_dir}]\n{b.log_tail(30)}")
-
-
 # A kafkalog process that appends, flushes and then waits to be SIGKILLed.
 KAFKALOG_WRITER = r"""
 import json, pickle, sys
@@ -349,8 +326,8 @@ def kafkalog_append_flush_and_sigkill(
 # -- 1. Kafka reads what kafkalog wrote --------------------------------------------------------------
 
 
-def test_kafka_starts_on_log_dir_kafkalog_wrote(brokers, tmp_path):
-    broker: KafkaBroker = brokers()
+def test_kafka_starts_on_log_dir_kafkalog_wrote(kafka_broker, tmp_path):
+    broker: KafkaBroker = kafka_broker(start=False)
     broker.overrides["metadata.log.dir"] = str(broker.work_dir / "metadata")
     data = broker.log_dir
     topic = "lm-written"
