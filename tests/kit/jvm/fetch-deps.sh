@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Resolves the Kafka jars of the interop tests and the --kafka benches from Maven Central into
+# Resolves the Kafka jars of the interop tests and the benches' Kafka side from Maven Central into
 # tests/kit/jvm/.cache/lib.
 # Does nothing when the cache is complete and pom.xml has not changed since it was filled
 # (a stamp holding the pom's sha256). Prints the lib directory on success.
