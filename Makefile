@@ -1,7 +1,8 @@
 # kafkalog: every set-up step lives here, so a fresh clone needs nothing installed by hand
 # beyond the machine's Rust >= 1.89, Python >= 3.11, Java 17+ (Spark, so `make demo` and
 # tests/spark; and the interop tests) and Maven (the interop tests). The venv's packages come
-# from PyPI (requirements-dev.txt), the interop tests' Kafka jars from Maven Central.
+# from PyPI (pyproject.toml names each one once), the interop tests' Kafka jars from Maven
+# Central.
 
 PYTHON ?= python3
 VENV := .venv
@@ -15,10 +16,20 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: demo test test-rust test-python test-interop lint fmt bench bench-python bench-kafka fuzz soak clean
 
-$(STAMP): pyproject.toml requirements-dev.txt
+# The venv's packages: pyproject.toml's build backend ([build-system] requires), kafkalog's
+# dependencies and the `dev` extra, read from that file (the extension itself is built once, by
+# maturin develop below). kafkalog-dev.pth puts tests/ on the venv's path, so that the dev kit
+# (tests/kit: the shared test helpers, the Kafka harness) imports as `kit` from the tests, the
+# benches, subprocesses and Spark's Python workers.
+$(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -r requirements-dev.txt
+	$(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
+		print(*p["build-system"]["requires"], *p["project"]["dependencies"], \
+		*p["project"]["optional-dependencies"]["dev"], sep="\n")' >$(VENV)/dev-requirements.txt
+	$(PIP) install --quiet -r $(VENV)/dev-requirements.txt
+	$(PY) -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "kafkalog-dev.pth") \
+		.write_text(str(pathlib.Path("tests").resolve()) + "\n")'
 	touch $@
 
 # Release build of the extension, installed into the venv (maturin develop puts the .so in
@@ -49,7 +60,7 @@ test-python: $(NATIVE_STAMP)
 test: $(NATIVE_STAMP) lint test-rust test-python test-interop
 
 # Real Apache Kafka 4.3.1 against kafkalog, both directions (needs Java 17+ and Maven; the Kafka
-# jars come from Maven Central into tests/interop/.cache on first run). Part of `make test`;
+# jars come from Maven Central into tests/kit/jvm/.cache on first run). Part of `make test`;
 # this target runs only them.
 test-interop: $(NATIVE_STAMP)
 	$(PY) -m pytest -q tests/interop
@@ -73,7 +84,7 @@ bench-python: $(NATIVE_STAMP)
 # UnifiedLog, LogSegment and FileRecords (bench_kafka.py, with benches/bench_workload.rs as
 # kafkalog's side), LogManager start-up and crash recovery (bench_recovery.py) and the log
 # cleaner (bench_cleaner.py). Needs Java 17+ and Maven like test-interop (the jars come from
-# Maven Central into tests/interop/.cache on first run). Not part of `make test`.
+# Maven Central into tests/kit/jvm/.cache on first run). Not part of `make test`.
 bench-kafka: $(NATIVE_STAMP)
 	$(PY) benches/bench_kafka.py
 	$(PY) benches/bench_recovery.py --kafka

@@ -24,7 +24,7 @@ then a roll, so all of it is cleanable); every timed run cleans a fresh copy of 
 of kafkalog times ``compact_now(dedupe_buffer_size=...)`` on an open log (the open and the close
 are outside the clock; the call takes the offset map the previous call left idle, which
 the warm-up run allocates, as compact_now does in any process); a run of Kafka
-(tests/interop/java/KafkaCleanerDriver.java, the JVM options of a broker: BENCH_JVM_OPTS) times
+(tests/kit/jvm/java/KafkaCleanerDriver.java, the JVM options of a broker: BENCH_JVM_OPTS) times
 ``Cleaner.doClean`` passes over the same range, with one Cleaner and map reused across runs as a
 cleaner thread does. Both report passes, records kept and bytes; the script checks that both did
 the same work (same passes, end offset, records read and written). Figures: median of ``--runs``
@@ -57,6 +57,7 @@ import time
 from pathlib import Path
 
 from bench_common import Column, kafka_classpath, machine, print_table, run_java, work_dir
+from kit.files import copy_partition
 
 import kafkalog
 from kafkalog import _native
@@ -115,11 +116,6 @@ def write_input(path: Path, keys: int, writes_per_key: float) -> tuple[int, int]
         log.roll()  # everything cleanable
         size = sum(s.size for s in log.segments)
     return total, size
-
-
-def copy_partition(src: Path, dst: Path) -> Path:
-    shutil.copytree(src, dst)  # copy2: file times kept
-    return dst
 
 
 # -- kafkalog --------------------------------------------------------------------------------------

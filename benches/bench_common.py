@@ -3,7 +3,9 @@ Kafka's jars and the JVM runner (for the ``--kafka`` sides), and kafka-python's 
 (the pure-Python baseline).
 
 The bench scripts run as ``python benches/<script>.py``, so this module is importable as
-``bench_common`` from them. It starts no thread and reads nothing at import.
+``bench_common`` from them. Apache Kafka's side comes from the dev kit the interop tests use
+(``kit.kafka_harness``, under tests/kit/): the venv's ``kafkalog-dev.pth``, written by the
+Makefile, puts tests/ on the path. It starts no thread and reads nothing at import.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import contextlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -20,9 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-
-ROOT = Path(__file__).resolve().parents[1]
-INTEROP = ROOT / "tests" / "interop"
 
 
 # -- the work directory ------------------------------------------------------------------------
@@ -92,11 +90,10 @@ def require_tools(*tools: str, why: str) -> None:
 
 
 def kafka_harness() -> ModuleType:
-    """tests/interop/kafka_harness.py: fetches the Kafka 4.x jars (Maven Central, cached in
-    tests/interop/.cache) and compiles the Java helpers beside it."""
-    if str(INTEROP) not in sys.path:
-        sys.path.insert(0, str(INTEROP))
-    import kafka_harness  # type: ignore[import-not-found]
+    """tests/kit/kafka_harness.py: fetches the Kafka 4.x jars (Maven Central, cached in
+    tests/kit/jvm/.cache) and compiles the Java helpers in tests/kit/jvm/java. Imported here,
+    not at the top: only the ``--kafka`` sides need it."""
+    from kit import kafka_harness  # type: ignore[import-not-found]
 
     return kafka_harness  # type: ignore[no-any-return]
 

@@ -7,7 +7,7 @@ uncompressed or lz4, 32 MiB in all by default):
 1. ``benches/bench_workload.rs write`` builds the batches (the generator of
    benches/log_bench.rs) into ``<scratch>/<workload>/producer.batches``;
 2. ``benches/bench_workload.rs run`` (release build) times kafkalog on them;
-3. ``tests/interop/java/KafkaStorageBench.java`` (compiled against the Kafka 4.x jars that the
+3. ``tests/kit/jvm/java/KafkaStorageBench.java`` (compiled against the Kafka 4.x jars that the
    interop tests resolve from Maven Central) times Kafka on the same file, in one JVM with
    warm-up repetitions first.
 
@@ -33,7 +33,7 @@ fsyncs and removing the log are outside the clock):
   Kafka ``FileRecords`` over the segment file: ``batches()``, ``ensureValid()``,
   ``streamingIterator`` (decompressing as Kafka's consumer does), ``key()``/``value()`` read.
 
-Needs cargo, java/javac 17+ and Maven (the jars are fetched once into tests/interop/.cache).
+Needs cargo, java/javac 17+ and Maven (the jars are fetched once into tests/kit/jvm/.cache).
 """
 
 from __future__ import annotations

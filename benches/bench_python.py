@@ -29,7 +29,7 @@ def best_of(repeat: int, fn: Callable[[], object]) -> float:
     return min(timed_runs(fn, repeat))
 
 
-def make_records(n: int, value_size: int) -> list[tuple[bytes, bytes]]:
+def workload_records(n: int, value_size: int) -> list[tuple[bytes, bytes]]:
     base = b'{"status":"shipped","sku":"keyboard","qty":3,"note":"' + b"x" * value_size
     return [(f"customer-{i % 50_000:06d}".encode(), base[:value_size]) for i in range(n)]
 
@@ -56,7 +56,7 @@ def kafka_python_encode(records: list[tuple[bytes, bytes]], codec: str) -> int:
 
 
 def bench_codec(codec: str, n: int, value_size: int, repeat: int) -> None:
-    records = make_records(n, value_size)
+    records = workload_records(n, value_size)
     payload = sum(len(k) + len(v) for k, v in records)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench-0")

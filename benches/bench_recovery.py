@@ -28,7 +28,7 @@ Each run checks the load summary (clean or not, logs, segments, segments recover
 median and best of ``--repeat`` runs after one warm-up; rates from the medians (MB are ``.log``
 bytes). The fixture files stay in the page cache: warm-cache figures for every side.
 
-With ``--kafka``, tests/interop/java/KafkaLoadBench.java (compiled against the Kafka 4.x jars
+With ``--kafka``, tests/kit/jvm/java/KafkaLoadBench.java (compiled against the Kafka 4.x jars
 the interop tests fetch) times ``LogManager.apply`` + ``LogManager.startup`` on a copy of each
 fixture (Kafka writes producer snapshots and leader-epoch checkpoints into the dirs it loads),
 from the same clean or crash state; Kafka's runs end with a proper ``shutdown`` (untimed).

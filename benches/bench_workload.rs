@@ -1,5 +1,5 @@
 //! kafkalog's half of `make bench-kafka` (benches/bench_kafka.py runs the other half,
-//! tests/interop/java/KafkaStorageBench.java, on the same files).
+//! tests/kit/jvm/java/KafkaStorageBench.java, on the same files).
 //!
 //! ```text
 //! bench_workload write --out DIR --record-size N --codec none|lz4 [--total-mib 32]

@@ -1,12 +1,11 @@
-"""Fixtures for the interop suite: real Apache Kafka (jars from Maven Central, see pom.xml and
-fetch-deps.sh) against kafkalog, in both directions.
+"""Fixtures for the interop suite: real Apache Kafka (jars from Maven Central, see
+tests/kit/jvm/pom.xml and fetch-deps.sh) against kafkalog, in both directions.
 
-- ``kafka_jars`` (session): the resolved jar folder and the compiled java/ helpers.
+- ``kafka_jars`` (session): the resolved jar folder and the compiled tests/kit/jvm/java helpers.
 - ``kafka_broker``: a factory; ``kafka_broker()`` formats and starts a single-node KRaft
   broker on reserved free 127.0.0.1 ports (kafka_harness.PortReservation) in a fresh temp dir,
   with a cluster id derived from the test's id. Teardown always kills a broker the test left
   running, even when the test failed, and frees its ports.
-- ``dump_log_segments``: runs org.apache.kafka.tools.DumpLogSegments on files.
 
 Every test here gets the ``interop`` marker. ``make test`` runs them; ``make test-interop``
 runs only them.
@@ -25,12 +24,11 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import kafka  # noqa: F401  (its import-time deprecation noise, once, quietly)
 
-from kafka_harness import (
-    DumpResult,
+from kit.kafka_harness import (
+    CACHE,
     KafkaBroker,
     KafkaJars,
     compile_helpers,
-    dump_log_segments as _dump_log_segments,
     fetch_jars,
     kafka_version,
 )
@@ -45,7 +43,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    lib = HERE / ".cache" / "lib"
+    lib = CACHE / "lib"
     jars = sorted(lib.glob("kafka_2.13-*.jar")) if lib.is_dir() else []
     return [f"interop: Kafka jars {jars[0].name if jars else '(not fetched yet)'}"]
 
@@ -65,16 +63,17 @@ def kafka_jars() -> KafkaJars:
 def kafka_broker(
     kafka_jars: KafkaJars, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., KafkaBroker]]:
-    """``kafka_broker(**broker_overrides)`` -> a started KafkaBroker. Overrides are
-    server.properties entries, e.g. ``{"log.cleaner.backoff.ms": "100"}``."""
+    """``kafka_broker(overrides)`` -> a started KafkaBroker (``start=False``: formatted, not
+    started). Overrides are server.properties entries, e.g. ``{"log.cleaner.backoff.ms": "100"}``."""
     brokers: list[KafkaBroker] = []
 
-    def start(overrides: dict[str, str] | None = None) -> KafkaBroker:
+    def start(overrides: dict[str, str] | None = None, *, start: bool = True) -> KafkaBroker:
         work = tmp_path_factory.mktemp("kafka-broker")
         # The cluster id and the ports' search start come from the test's id: repeatable.
         broker = KafkaBroker(kafka_jars, work, overrides, name=f"{request.node.nodeid} broker {len(brokers)}")
         brokers.append(broker)
-        broker.start()
+        if start:
+            broker.start()
         return broker
 
     try:
@@ -92,13 +91,3 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     rep = yield
     setattr(item, f"rep_{rep.when}", rep)
     return rep
-
-
-@pytest.fixture
-def dump_log_segments(kafka_jars: KafkaJars) -> Callable[..., DumpResult]:
-    """``dump_log_segments(files, *options)`` -> DumpResult (stdout, stderr, problems())."""
-
-    def run(files, *options: str) -> DumpResult:
-        return _dump_log_segments(kafka_jars, files, *options)
-
-    return run

@@ -51,7 +51,6 @@ import dataclasses
 import gzip
 import os
 import random
-import shutil
 import struct
 import time
 from collections import Counter
@@ -61,8 +60,8 @@ import kafkalog
 import pytest
 from kafkalog import Record
 from kafkalog.batches import build
-
-from kafka_harness import (
+from kit.files import copy_partition, segment_files
+from kit.kafka_harness import (
     DumpResult,
     KafkaJars,
     describe_index,
@@ -352,7 +351,8 @@ def kafkalog_clean(path: Path, now: int, map_bytes: int, first_dirty: int | None
         )
 
 
-def kafkalog_rows(path: Path, read_only: bool = True) -> list[Row]:
+def partition_rows(path: Path, read_only: bool = True) -> list[Row]:
+    """Every record of the partition at ``path`` as (offset, timestamp, key, value, headers)."""
     with kafkalog.UnifiedLog.open(path, TOPIC_CONFIG, read_only=read_only) as log:
         return [
             (r.offset, r.timestamp, r.key, r.value, tuple(r.headers))
@@ -475,17 +475,7 @@ def compare_dirs(kafka_dir: Path, kl_dir: Path, what: str, compare_mtimes_below:
     return cmp
 
 
-def copy_partition(src: Path, dst: Path) -> Path:
-    shutil.copytree(src, dst)  # copy2: file times kept (the cleaner copies the last source's mtime)
-    return dst
-
-
 # -- DumpLogSegments -----------------------------------------------------------------------------------
-
-
-def segment_files(path: Path) -> tuple[list[Path], list[Path]]:
-    logs = sorted(path.glob("*.log"))
-    return logs, sorted(path.glob("*.index")) + sorted(path.glob("*.timeindex"))
 
 
 def offset_gaps_and_problems(res: DumpResult, path: Path) -> tuple[list[str], list[str]]:
@@ -544,13 +534,13 @@ def test_kafkalog_compaction_matches_kafka_cleaner(tmp_path, kafka_jars: KafkaJa
         assert stamped and all(b[6] == NOW1 + DAY_MS for b in stamped), f"test set-up: horizons {stamped[:5]}"
 
         result = kafkalog_clean(l_dir, NOW1, map_bytes)
-        got = kafkalog_rows(l_dir)
+        got = partition_rows(l_dir)
         assert got == kafka.records, f"round 1 ({label}): kafkalog kept other records than Kafka's cleaner"
         cmp = compare_dirs(k_dir, l_dir, f"round 1 ({label})", compare_mtimes_below=inp.uncleanable)
         exact[label] = not cmp.recompressed
         compare_passes(run, result, f"round 1 ({label})", exact=not cmp.recompressed)
         # (c) kafkalog reads Kafka's cleaned dir: what Kafka's UnifiedLog.read returned.
-        assert kafkalog_rows(k_dir) == kafka.records, f"round 1 ({label}): kafkalog reads Kafka's cleaned dir differently"
+        assert partition_rows(k_dir) == kafka.records, f"round 1 ({label}): kafkalog reads Kafka's cleaned dir differently"
         summaries.append(
             f"{label}: {len(run['passes'])} pass(es), {n_in} -> {len(got)} records, {cmp.batches} batches "
             f"({cmp.identical_batches} byte-identical, recompressed but equal once decompressed: "
@@ -559,7 +549,7 @@ def test_kafkalog_compaction_matches_kafka_cleaner(tmp_path, kafka_jars: KafkaJa
 
     k_dir, l_dir = dirs["one pass"]
     # The two map sizes end in the same records.
-    assert kafkalog_rows(dirs["multi-pass"][1]) == kafkalog_rows(l_dir)
+    assert partition_rows(dirs["multi-pass"][1]) == partition_rows(l_dir)
 
     # DumpLogSegments prints the same for both dirs (gaps included).
     k_dump = dump_log_segments(kafka_jars, segment_files(k_dir)[0], "--deep-iteration", "--print-data-log")
@@ -575,7 +565,7 @@ def test_kafkalog_compaction_matches_kafka_cleaner(tmp_path, kafka_jars: KafkaJa
     end1 = inp.uncleanable
     uncleanable2, appended = append_round_two(k_dir, seed=502)
     assert append_round_two(l_dir, seed=502) == (uncleanable2, appended)
-    assert kafkalog_rows(k_dir, read_only=False) == kafkalog_rows(l_dir, read_only=False)
+    assert partition_rows(k_dir, read_only=False) == partition_rows(l_dir, read_only=False)
     rows2 = sorted(inp.rows + appended)
     # Tombstones below round 1's end carry horizon NOW1 + retention < NOW2: they go.
     expected2 = expected_records(rows2, uncleanable2, lambda o: o < end1)
@@ -588,12 +578,12 @@ def test_kafkalog_compaction_matches_kafka_cleaner(tmp_path, kafka_jars: KafkaJa
     stamped2 = {b[6] for b in kafka2.batches if b[6] is not None}
     assert NOW2 + DAY_MS in stamped2 and stamped2 <= {NOW1 + DAY_MS, NOW2 + DAY_MS}, f"test set-up: {stamped2}"
     result2 = kafkalog_clean(l_dir, NOW2, BIG_MAP, first_dirty=end1)
-    got2 = kafkalog_rows(l_dir)
+    got2 = partition_rows(l_dir)
     assert got2 == kafka2.records, "round 2: kafkalog kept other records than Kafka's cleaner"
     assert not any(r[3] is None and r[0] < end1 for r in got2)
     cmp2 = compare_dirs(k_dir, l_dir, "round 2")
     compare_passes(run2, result2, "round 2", exact=exact["one pass"] and not cmp2.recompressed, same_input=exact["one pass"])
-    assert kafkalog_rows(k_dir) == kafka2.records
+    assert partition_rows(k_dir) == kafka2.records
 
     # -- (a) DumpLogSegments on kafkalog's cleaned dir, with the index checks ---------------------
     logs, indexes = segment_files(l_dir)
@@ -663,7 +653,7 @@ def test_kafkalog_compaction_keeps_producer_last_batches_like_kafka(tmp_path, ka
     empty = [b for b in kafka.batches if b[5] == 0]
     assert len(empty) >= 2, f"test set-up: Kafka should keep producers 5001/5002's last batches empty: {kafka.batches}"
     result = kafkalog_clean(l_dir, now, BIG_MAP)
-    assert kafkalog_rows(l_dir) == kafka.records
+    assert partition_rows(l_dir) == kafka.records
     cmp = compare_dirs(k_dir, l_dir, "idempotent producers")
     compare_passes(kafka.runs[0], result, "idempotent producers", exact=not cmp.recompressed)
 
@@ -698,7 +688,7 @@ def test_kafkalog_cleanable_range_matches_kafka(tmp_path, kafka_jars: KafkaJars,
         result = log.compact_now(
             dedupe_buffer_size=BIG_MAP, io_buffer_size=KAFKALOG_IO_BUFFER, time_ms=NOW1, first_dirty_offset=first_dirty
         )
-    assert kafkalog_rows(l_dir) == kafka.records, f"{case}: kafkalog kept other records than Kafka's cleaner"
+    assert partition_rows(l_dir) == kafka.records, f"{case}: kafkalog kept other records than Kafka's cleaner"
     cmp = compare_dirs(k_dir, l_dir, case, compare_mtimes_below=run["end_offset"])
     compare_passes(run, result, case, exact=not cmp.recompressed)
 
@@ -788,7 +778,7 @@ def test_kafkalog_compaction_of_transactions_matches_kafka(tmp_path, kafka_jars:
     else:
         assert run1["first_uncleanable_offset"] == active1, f"test set-up: {run1}"
     result1 = kafkalog_round(now1, None)
-    assert kafkalog_rows(l_dir) == kafka1.records, "round 1: kafkalog kept other records than Kafka's cleaner"
+    assert partition_rows(l_dir) == kafka1.records, "round 1: kafkalog kept other records than Kafka's cleaner"
     cmp1 = compare_dirs(k_dir, l_dir, "transactions, round 1")
     compare_passes(run1, result1, "transactions, round 1", exact=not cmp1.recompressed)
 
@@ -809,7 +799,7 @@ def test_kafkalog_compaction_of_transactions_matches_kafka(tmp_path, kafka_jars:
             w2.follower([w2.record() for _ in range(3)], "none")
     kafka2 = kafka_round(now2, end1)
     result2 = kafkalog_round(now2, end1)
-    assert kafkalog_rows(l_dir) == kafka2.records, "round 2: kafkalog kept other records than Kafka's cleaner"
+    assert partition_rows(l_dir) == kafka2.records, "round 2: kafkalog kept other records than Kafka's cleaner"
     cmp2 = compare_dirs(k_dir, l_dir, "transactions, round 2")
     compare_passes(kafka2.runs[0], result2, "transactions, round 2", exact=not (cmp1.recompressed or cmp2.recompressed),
                    same_input=not cmp1.recompressed)  # fmt: skip

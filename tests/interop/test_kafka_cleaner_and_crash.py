@@ -11,17 +11,13 @@ import random
 import re
 import threading
 import time
-from pathlib import Path
 
 import kafkalog
-from kafka_harness import HANG_GUARD_S, KafkaBroker, _kafka, consume_all, create_topic
+from kit.kafka_harness import HANG_GUARD_S, KafkaBroker, _kafka, consume_all, create_topic, dump_log_segments
+from kit.records import record_row
 
 DAY_MS = 86_400_000
 DELETE_HORIZON_FLAG = 0x40  # DefaultRecordBatch.DELETE_HORIZON_FLAG_MASK, attributes bit 6
-
-
-def kafkalog_row(r: kafkalog.ConsumerRecord) -> tuple:
-    return (r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple((k, v) for k, v in r.headers))
 
 
 def raw_batches(log: kafkalog.UnifiedLog) -> list[tuple[int, int, int]]:
@@ -148,7 +144,7 @@ def compacted_records(seed: int) -> tuple[list[dict], set[bytes]]:
     return out, tombstoned
 
 
-def test_kafkalog_reads_topic_compacted_by_kafka_cleaner(kafka_broker, dump_log_segments):
+def test_kafkalog_reads_topic_compacted_by_kafka_cleaner(kafka_broker, kafka_jars):
     broker: KafkaBroker = kafka_broker({"log.cleaner.backoff.ms": "100"})
     topic = "interop-compacted"
     create_topic(broker, topic, COMPACT_TOPIC_CONFIG)
@@ -208,7 +204,7 @@ def test_kafkalog_reads_topic_compacted_by_kafka_cleaner(kafka_broker, dump_log_
         r = records[c[0]]
         assert c[1:] == (r["timestamp_ms"], 0, r["key"], r["value"], tuple(r["headers"]))
     logs = sorted(part.glob("*.log"))
-    dump = dump_log_segments(logs)
+    dump = dump_log_segments(kafka_jars, logs)
     kafka_horizons = sorted(
         int(m.group(1)) for m in re.finditer(r"baseOffset: (-?\d+) .*deleteHorizonMs: OptionalLong\[", dump.stdout)
     )
@@ -224,7 +220,7 @@ def test_kafkalog_reads_topic_compacted_by_kafka_cleaner(kafka_broker, dump_log_
             assert log.log_start_offset == 0, mode
             assert log.log_end_offset == expected_end, mode
             assert [s.base_offset for s in log.segments] == seg_bases, mode
-            got = [kafkalog_row(r) for r in log.records()]
+            got = [record_row(r) for r in log.records()]
             assert got == consumed, f"{mode} records() differ from what Kafka served after cleaning"
             lookups = []
             for ts in probe_ts:
@@ -364,7 +360,7 @@ def test_kafkalog_keeps_acknowledged_records_after_sigkill_mid_produce(kafka_bro
     assert len(list(part.glob("*.log"))) > 1, "test set-up: the broker should have rolled segments"
 
     def check(log: kafkalog.UnifiedLog, mode: str) -> None:
-        rows = [kafkalog_row(r) for r in log.records(end=log.log_end_offset, isolation="log_end")]
+        rows = [record_row(r) for r in log.records(end=log.log_end_offset, isolation="log_end")]
         assert log.log_start_offset == 0, mode
         assert log.log_end_offset >= last_ack + 1, f"{mode}: log end {log.log_end_offset} < last ack {last_ack} + 1"
         assert [r[0] for r in rows] == list(range(log.log_end_offset)), f"{mode}: offsets are not 0..LEO-1"
@@ -385,7 +381,7 @@ def test_kafkalog_keeps_acknowledged_records_after_sigkill_mid_produce(kafka_bro
         check(log, "read-write (recovered)")
         assert log.log_end_offset == read_only_end, "recovery changed the log end of a log with only complete batches"
         recovered_end = log.log_end_offset
-        recovered = [kafkalog_row(r) for r in log.records(end=recovered_end, isolation="log_end")]
+        recovered = [record_row(r) for r in log.records(end=recovered_end, isolation="log_end")]
 
     # Kafka, restarted on the dir kafkalog recovered, serves the same records.
     broker.start()

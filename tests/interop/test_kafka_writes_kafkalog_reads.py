@@ -21,7 +21,8 @@ import pytest
 
 import kafkalog
 from kafkalog import checkpoints
-from kafka_harness import KafkaBroker, consume_all, create_topic, index_mismatches, produce
+from kit.kafka_harness import KafkaBroker, consume_all, create_topic, dump_log_segments, index_mismatches, produce
+from kit.records import record_row
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 TOPIC_CONFIG = {
@@ -38,7 +39,7 @@ KAFKALOG_CONFIG = {"index.interval.bytes": "1024"}
 DAY_MS = 86_400_000
 
 
-def make_records(n: int, seed: int) -> list[dict]:
+def producer_sends(n: int, seed: int) -> list[dict]:
     """Records of every shape kafka-python can produce: null keys, null values (tombstones),
     empty keys/values/header keys/header values, repeated header keys, binary and text
     payloads, out-of-order CreateTime timestamps an hour to a day in the past."""
@@ -73,10 +74,6 @@ def make_records(n: int, seed: int) -> list[dict]:
     return out
 
 
-def kafkalog_row(r: kafkalog.ConsumerRecord) -> tuple:
-    return (r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple((k, v) for k, v in r.headers))
-
-
 def arrow_rows(table: pa.Table) -> list[tuple]:
     ms = pc.divide(table.column("timestamp").cast(pa.int64()), 1000).to_pylist()
     rows = []
@@ -86,7 +83,7 @@ def arrow_rows(table: pa.Table) -> list[tuple]:
     return rows
 
 
-def log_files(partition_dir: Path) -> dict[str, str]:
+def log_file_digests(partition_dir: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(partition_dir.glob("*.log"))}
 
 
@@ -101,19 +98,19 @@ def assert_kafkalog_reads(partition_dir: Path, expected: list[tuple], *, topic: 
         assert log.log_start_offset == 0
         assert log.log_end_offset == end
         assert [s.base_offset for s in log.segments] == segment_files
-        got = [kafkalog_row(r) for r in log.records()]
+        got = [record_row(r) for r in log.records()]
         assert got == expected, "read-only records() differ from the Kafka consumer's"
         assert arrow_rows(log.to_arrow()) == expected, "read-only to_arrow() differs from the Kafka consumer's"
 
-    before = log_files(partition_dir)
+    before = log_file_digests(partition_dir)
     with kafkalog.UnifiedLog.open(partition_dir, KAFKALOG_CONFIG) as log:
         assert log.log_start_offset == 0
         assert log.log_end_offset == end
         assert [s.base_offset for s in log.segments] == segment_files
-        got = [kafkalog_row(r) for r in log.records()]
+        got = [record_row(r) for r in log.records()]
         assert got == expected, "read-write records() differ from the Kafka consumer's"
         assert arrow_rows(log.to_arrow()) == expected, "read-write to_arrow() differs from the Kafka consumer's"
-    assert log_files(partition_dir) == before, "a read-write open and close changed Kafka's .log files"
+    assert log_file_digests(partition_dir) == before, "a read-write open and close changed Kafka's .log files"
 
 
 def assert_broker_dir_layout(broker: KafkaBroker, topic: str) -> None:
@@ -155,7 +152,7 @@ def run_round_trip(kafka_broker, codec: str, topic_config: dict[str, str], seed:
     broker: KafkaBroker = kafka_broker()
     topic = f"interop-{codec}"
     create_topic(broker, topic, topic_config)
-    records = make_records(n, seed)
+    records = producer_sends(n, seed)
     produce(broker, topic, records, codec, **producer_config)
     consumed = consume_all(broker, topic)
     assert broker.stop() in (0, 143), broker.log_tail()
@@ -201,7 +198,7 @@ def test_kafkalog_reads_idempotent_producer(kafka_broker):
     assert_kafkalog_reads(part, consumed, topic=topic)
 
 
-def test_kafka_restarts_on_dir_kafkalog_opened_read_write(kafka_broker, dump_log_segments):
+def test_kafka_restarts_on_dir_kafkalog_opened_read_write(kafka_broker, kafka_jars):
     """After kafkalog opened and closed Kafka's partition read-write, Kafka's DumpLogSegments
     still verifies every index and a restarted broker serves the same records."""
     broker, topic, records, consumed = run_round_trip(kafka_broker, "snappy", TOPIC_CONFIG, seed=300, n=800)
@@ -211,7 +208,7 @@ def test_kafka_restarts_on_dir_kafkalog_opened_read_write(kafka_broker, dump_log
 
     indexes = sorted(part.glob("*.index")) + sorted(part.glob("*.timeindex"))
     for options in (["--index-sanity-check"], ["--verify-index-only"]):
-        res = dump_log_segments(indexes, *options)
+        res = dump_log_segments(kafka_jars, indexes, *options)
         assert res.problems() == [], f"DumpLogSegments {options} after kafkalog's read-write open:\n{res.stderr}"
 
     broker.start()
@@ -221,7 +218,7 @@ def test_kafka_restarts_on_dir_kafkalog_opened_read_write(kafka_broker, dump_log
         broker.stop()
 
 
-def test_kafkalog_reads_dir_of_killed_broker(kafka_broker, dump_log_segments):
+def test_kafkalog_reads_dir_of_killed_broker(kafka_broker, kafka_jars):
     """SIGKILL, no shutdown: no .kafka_cleanshutdown, the active segment's indexes left
     preallocated (segment.index.bytes of zeros past the entries). kafkalog read-only and
     read-write must still return every acknowledged record; after kafkalog's read-write open
@@ -230,7 +227,7 @@ def test_kafkalog_reads_dir_of_killed_broker(kafka_broker, dump_log_segments):
     broker: KafkaBroker = kafka_broker()
     topic = "interop-killed"
     create_topic(broker, topic, TOPIC_CONFIG)
-    records = make_records(900, seed=400)
+    records = producer_sends(900, seed=400)
     produce(broker, topic, records, "gzip")
     consumed = consume_all(broker, topic)
     broker.kill()
@@ -244,7 +241,7 @@ def test_kafkalog_reads_dir_of_killed_broker(kafka_broker, dump_log_segments):
 
     indexes = sorted(part.glob("*.index")) + sorted(part.glob("*.timeindex"))
     for options in (["--index-sanity-check"], ["--verify-index-only"]):
-        res = dump_log_segments(indexes, *options)
+        res = dump_log_segments(kafka_jars, indexes, *options)
         assert res.problems() == [], f"DumpLogSegments {options} after kafkalog recovered the dir:\n{res.stderr}"
 
     broker.start()
@@ -263,7 +260,7 @@ def test_kafkalog_reads_transactional_topic(kafka_broker):
     broker: KafkaBroker = kafka_broker()
     topic = "interop-txn"
     create_topic(broker, topic, TOPIC_CONFIG)
-    records = make_records(600, seed=500)
+    records = producer_sends(600, seed=500)
     producer = KafkaProducer(
         bootstrap_servers=broker.bootstrap, transactional_id="interop-txn", compression_type="zstd", linger_ms=5
     )
@@ -287,7 +284,7 @@ def test_kafkalog_reads_transactional_topic(kafka_broker):
     assert [c[3:] for c in consumed] == [(r["key"], r["value"], tuple(r["headers"])) for r in records]
     assert any(f.stat().st_size > 0 for f in part.glob("*.txnindex")), "an aborted transaction should be indexed"
     with kafkalog.UnifiedLog.open(part, KAFKALOG_CONFIG, read_only=True) as log:
-        assert [kafkalog_row(r) for r in log.records()] == consumed
+        assert [record_row(r) for r in log.records()] == consumed
     with kafkalog.UnifiedLog.open(part, KAFKALOG_CONFIG) as log:
-        assert [kafkalog_row(r) for r in log.records()] == consumed
+        assert [record_row(r) for r in log.records()] == consumed
         assert arrow_rows(log.to_arrow()) == consumed

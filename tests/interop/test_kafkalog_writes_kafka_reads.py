@@ -22,8 +22,18 @@ from pathlib import Path
 import pytest
 
 import kafkalog
-from kafka_harness import KafkaJars, consume_all, create_topic, index_mismatches, parse_dump, read_segments_with_kafka
 from kafkalog import Record
+from kit.files import segment_files
+from kit.kafka_harness import (
+    KafkaJars,
+    consume_all,
+    create_topic,
+    dump_log_segments,
+    index_mismatches,
+    parse_dump,
+    read_segments_with_kafka,
+)
+from kit.records import record_row
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 CONFIG = {
@@ -38,7 +48,7 @@ DAY_MS = 86_400_000
 _NO_NEWLINES = bytes(b for b in range(256) if b not in (0x0A, 0x0D))
 
 
-def make_records(n: int, seed: int) -> list[Record]:
+def dump_safe_records(n: int, seed: int) -> list[Record]:
     """Text keys and values (ASCII, printed verbatim by DumpLogSegments' StringDecoder) mixed
     with binary values (compared by size there, by bytes through SegmentRecords), tombstones,
     null and empty keys, empty values, headers with null and empty values and repeated keys,
@@ -85,23 +95,21 @@ def write_log(path: Path, records: list[Record], codec: str, config: dict[str, s
             i += n
         assert log.log_end_offset == len(records)
         assert len(log.segments) > 2, "test set-up: the log should have rolled several segments"
-        rows = [
-            (r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple(r.headers)) for r in log.records()
-        ]
+        rows = [record_row(r) for r in log.records()]
     return rows
 
 
-def segment_files(path: Path) -> tuple[list[Path], list[Path]]:
-    logs = sorted(path.glob("*.log"))
-    indexes = sorted(path.glob("*.index")) + sorted(path.glob("*.timeindex"))
+def indexed_segment_files(path: Path) -> tuple[list[Path], list[Path]]:
+    """kit.files.segment_files, checking that every segment has its two indexes."""
+    logs, indexes = segment_files(path)
     assert len(indexes) == 2 * len(logs), f"each segment should have .index and .timeindex: {sorted(p.name for p in path.iterdir())}"
     return logs, indexes
 
 
-def check_with_dump_log_segments(dump_log_segments, path: Path, written: list[tuple], codec: str) -> None:
-    logs, indexes = segment_files(path)
+def check_with_dump_log_segments(kafka_jars: KafkaJars, path: Path, written: list[tuple], codec: str) -> None:
+    logs, indexes = indexed_segment_files(path)
 
-    res = dump_log_segments(logs + indexes, "--deep-iteration", "--index-sanity-check", "--print-data-log")
+    res = dump_log_segments(kafka_jars, logs + indexes, "--deep-iteration", "--index-sanity-check", "--print-data-log")
     assert res.problems() == [], "DumpLogSegments --deep-iteration --index-sanity-check:\n" + "\n".join(res.problems())
     for idx in indexes:
         # dumpIndex says "<file> is empty." (and skips the check) for an index with no entry,
@@ -109,7 +117,7 @@ def check_with_dump_log_segments(dump_log_segments, path: Path, written: list[tu
         verdicts = (f"{idx} passed sanity check.", f"{idx} is empty.")
         assert any(v in res.stdout.split("\n") for v in verdicts), f"no sanity-check verdict for {idx.name}"
 
-    res_verify = dump_log_segments(indexes, "--verify-index-only")
+    res_verify = dump_log_segments(kafka_jars, indexes, "--verify-index-only")
     assert res_verify.problems() == [], "DumpLogSegments --verify-index-only:\n" + "\n".join(res_verify.problems())
 
     dumped = parse_dump(res.stdout)
@@ -149,7 +157,7 @@ def check_with_dump_log_segments(dump_log_segments, path: Path, written: list[tu
 
 
 def check_with_kafka_file_records(jars: KafkaJars, path: Path, written: list[tuple], codec: str) -> None:
-    logs, _ = segment_files(path)
+    logs, _ = indexed_segment_files(path)
     batches, trailing = read_segments_with_kafka(jars, logs)
     rows = []
     for log_file in logs:
@@ -166,8 +174,8 @@ def check_with_kafka_file_records(jars: KafkaJars, path: Path, written: list[tup
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_kafka_reads_what_kafkalog_wrote(tmp_path, kafka_jars, dump_log_segments, codec):
-    records = make_records(1500, seed=CODECS.index(codec))
+def test_kafka_reads_what_kafkalog_wrote(tmp_path, kafka_jars, codec):
+    records = dump_safe_records(1500, seed=CODECS.index(codec))
     path = tmp_path / f"kafkalog-{codec}-0"
     written = write_log(path, records, codec, CONFIG)
     expected = [
@@ -175,7 +183,7 @@ def test_kafka_reads_what_kafkalog_wrote(tmp_path, kafka_jars, dump_log_segments
     ]
     assert written == expected, "kafkalog's own read-back differs from what was appended"
 
-    check_with_dump_log_segments(dump_log_segments, path, written, codec)
+    check_with_dump_log_segments(kafka_jars, path, written, codec)
     check_with_kafka_file_records(kafka_jars, path, written, codec)
 
 
@@ -185,30 +193,30 @@ def test_kafkalog_indexes_equal_kafkas(tmp_path, kafka_jars, codec):
     writes for the same batches (the model in kafka_harness.kafka_segment_indexes is checked
     against a real broker's segments in test_kafka_writes_kafkalog_reads)."""
     path = tmp_path / f"kafkalog-idx-{codec}-0"
-    write_log(path, make_records(1500, seed=70), codec, CONFIG)
+    write_log(path, dump_safe_records(1500, seed=70), codec, CONFIG)
     assert index_mismatches(kafka_jars, path, int(CONFIG["index.interval.bytes"])) == []
 
 
 @pytest.mark.parametrize("codec", ["none", "lz4"])
-def test_kafka_reads_kafkalog_log_append_time(tmp_path, kafka_jars, dump_log_segments, codec):
-    records = make_records(600, seed=50)
+def test_kafka_reads_kafkalog_log_append_time(tmp_path, kafka_jars, codec):
+    records = dump_safe_records(600, seed=50)
     path = tmp_path / f"kafkalog-lat-{codec}-0"
     before = int(time.time() * 1000)
     written = write_log(path, records, codec, {**CONFIG, "message.timestamp.type": "LogAppendTime"})
     assert {row[2] for row in written} == {1}
     assert all(row[1] >= before for row in written)
 
-    check_with_dump_log_segments(dump_log_segments, path, written, codec)
+    check_with_dump_log_segments(kafka_jars, path, written, codec)
     check_with_kafka_file_records(kafka_jars, path, written, codec)
 
 
-def test_kafka_reads_kafkalog_after_reopen_and_append(tmp_path, kafka_jars, dump_log_segments):
+def test_kafka_reads_kafkalog_after_reopen_and_append(tmp_path, kafka_jars):
     """Reopen (recovery of the active segment) then append more, switching codecs: the
     segments still verify."""
     path = tmp_path / "kafkalog-reopen-0"
-    first = make_records(400, seed=60)
+    first = dump_safe_records(400, seed=60)
     write_log(path, first, "gzip", CONFIG)
-    second = make_records(400, seed=61)
+    second = dump_safe_records(400, seed=61)
     with kafkalog.UnifiedLog.open(path, CONFIG) as log:
         assert log.log_end_offset == len(first)
         for i in range(0, len(second), 25):
@@ -219,10 +227,10 @@ def test_kafka_reads_kafkalog_after_reopen_and_append(tmp_path, kafka_jars, dump
     all_records = first + second
     assert written == [(i, r.timestamp, 0, r.key, r.value, tuple(r.headers)) for i, r in enumerate(all_records)]
 
-    logs, indexes = segment_files(path)
-    res = dump_log_segments(logs + indexes, "--deep-iteration", "--index-sanity-check", "--print-data-log")
+    logs, indexes = indexed_segment_files(path)
+    res = dump_log_segments(kafka_jars, logs + indexes, "--deep-iteration", "--index-sanity-check", "--print-data-log")
     assert res.problems() == [], "\n".join(res.problems())
-    res = dump_log_segments(indexes, "--verify-index-only")
+    res = dump_log_segments(kafka_jars, indexes, "--verify-index-only")
     assert res.problems() == [], "\n".join(res.problems())
     batches, trailing = read_segments_with_kafka(kafka_jars, logs)
     assert all(t == 0 for t in trailing.values())
@@ -250,7 +258,7 @@ def test_broker_serves_partition_kafkalog_wrote(kafka_broker, kafka_jars, shutdo
         if f.name != "partition.metadata":
             f.unlink()
 
-    records = make_records(1200, seed=80)
+    records = dump_safe_records(1200, seed=80)
     with kafkalog.UnifiedLog.open(part, CONFIG) as log:
         assert log.topic_id == topic_id
         for i, codec in zip(range(0, len(records), 100), [*CODECS, *CODECS, *CODECS]):
@@ -276,12 +284,12 @@ def test_broker_serves_partition_kafkalog_wrote(kafka_broker, kafka_jars, shutdo
     assert changed == [], f"Kafka rewrote kafkalog's index files on load: {changed}"
 
 
-def test_harness_sees_corruption(tmp_path, dump_log_segments):
+def test_harness_sees_corruption(tmp_path, kafka_jars):
     """The checks above can fail: a flipped byte inside a batch, a wrong offset-index entry and
     a wrong time-index entry each give DumpLogSegments problem lines."""
     path = tmp_path / "kafkalog-corrupt-0"
-    write_log(path, make_records(400, seed=90), "none", CONFIG)
-    logs, indexes = segment_files(path)
+    write_log(path, dump_safe_records(400, seed=90), "none", CONFIG)
+    logs, indexes = indexed_segment_files(path)
     index = next(p for p in indexes if p.suffix == ".index" and p.stat().st_size >= 8)
     timeindex = next(p for p in indexes if p.suffix == ".timeindex" and p.stat().st_size >= 12)
 
@@ -295,14 +303,14 @@ def test_harness_sees_corruption(tmp_path, dump_log_segments):
     tidx[7] ^= 0x01  # timestamp of the first entry, off by one
     timeindex.write_bytes(bytes(tidx))
 
-    res = dump_log_segments(logs, "--deep-iteration", "--print-data-log")
+    res = dump_log_segments(kafka_jars, logs, "--deep-iteration", "--print-data-log")
     assert any("isvalid: false" in p for p in res.problems()), res.stdout[:2000]
-    res = dump_log_segments([index, timeindex], "--verify-index-only")
+    res = dump_log_segments(kafka_jars, [index, timeindex], "--verify-index-only")
     problems = "\n".join(res.problems())
     assert "Mismatches in :" in problems and "Found timestamp mismatch in :" in problems, problems
 
 
-def test_kafka_reads_kafkalog_control_batches_and_delete_horizons(tmp_path, dump_log_segments):
+def test_kafka_reads_kafkalog_control_batches_and_delete_horizons(tmp_path, kafka_jars):
     """kafkalog-written transactional data, COMMIT and ABORT markers, and a batch carrying a
     KIP-534 delete horizon (the shape the cleaner writes) pass DumpLogSegments' deep iteration
     and index checks, and it prints the markers and horizon kafkalog wrote."""
@@ -333,10 +341,10 @@ def test_kafka_reads_kafkalog_control_batches_and_delete_horizons(tmp_path, dump
         got = [(r.offset, r.key, r.value) for r in log.records()]
     assert got == [(0, b"a", b"1"), (1, b"b", b"2"), (3, b"c", b"3"), (5, b"a", None), (6, b"d", b"4")]
 
-    logs, indexes = segment_files(path)
-    res = dump_log_segments(logs + indexes, "--deep-iteration", "--index-sanity-check", "--print-data-log")
+    logs, indexes = indexed_segment_files(path)
+    res = dump_log_segments(kafka_jars, logs + indexes, "--deep-iteration", "--index-sanity-check", "--print-data-log")
     assert res.problems() == [], "\n".join(res.problems())
-    res_verify = dump_log_segments(indexes, "--verify-index-only")
+    res_verify = dump_log_segments(kafka_jars, indexes, "--verify-index-only")
     assert res_verify.problems() == [], "\n".join(res_verify.problems())
     out = res.stdout
     assert "endTxnMarker: COMMIT coordinatorEpoch: 3" in out, out

@@ -32,16 +32,25 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 import kafkalog
-import kafka_harness
-from kafka_harness import HANG_GUARD_S, TOOL_JVM_OPTS, HarnessError, KafkaBroker, KafkaJars, LOG4J2_CONFIG, _kafka
 from kafkalog import Record, checkpoints
 from kafkalog.exceptions import LogDirLockedError
+from kit import kafka_harness
+from kit.kafka_harness import (
+    HANG_GUARD_S,
+    LOG4J2_CONFIG,
+    TOOL_JVM_OPTS,
+    HarnessError,
+    KafkaBroker,
+    _kafka,
+    create_topic,
+    produce_records,
+)
+from kit.records import RecordRow, expected_rows, record_row
 
 # Small segments on both sides (internal.segment.bytes is Kafka's testing-only override, which
 # kafkalog honours too), so a few hundred KB span several segments.
@@ -93,7 +102,7 @@ COMPLAINTS = [
 # -- helpers ----------------------------------------------------------------------------------------
 
 
-def make_records(n: int, seed: int) -> list[Record]:
+def mixed_records(n: int, seed: int) -> list[Record]:
     """Text and binary values, null and empty keys, tombstones, headers (with null and empty
     values, repeated keys), out-of-order CreateTime timestamps within the last day."""
     rng = random.Random(seed)
@@ -124,14 +133,8 @@ def make_records(n: int, seed: int) -> list[Record]:
     return out
 
 
-def expected_rows(records: list[Record], first_offset: int) -> list[tuple]:
-    """Rows (offset, timestamp, timestamp_type, key, value, headers) a consumer must return for
-    ``records`` appended from ``first_offset`` (CreateTime, type 0)."""
-    return [(first_offset + i, r.timestamp, 0, r.key, r.value, tuple(r.headers)) for i, r in enumerate(records)]
-
-
-def kafkalog_rows(log: kafkalog.UnifiedLog) -> list[tuple]:
-    return [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple(r.headers)) for r in log.records()]
+def kafkalog_rows(log: kafkalog.UnifiedLog) -> list[RecordRow]:
+    return [record_row(r) for r in log.records()]
 
 
 def append_in_chunks(log: kafkalog.UnifiedLog, records: list[Record], codec: str, leader_epoch: int) -> None:
@@ -141,32 +144,6 @@ def append_in_chunks(log: kafkalog.UnifiedLog, records: list[Record], codec: str
         n = rng.randrange(1, 50)
         log.append(records[i : i + n], compression=codec, leader_epoch=leader_epoch, batch_size=rng.choice([2048, 16384]))
         i += n
-
-
-def create_topic(broker: KafkaBroker, topic: str, partitions: int, config: dict[str, str]) -> None:
-    k = _kafka()
-    admin = k.KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30000)
-    try:
-        admin.create_topics([k.admin.NewTopic(topic, partitions, 1, topic_configs=config)], timeout_ms=30000)
-        broker.await_state(lambda: topic in admin.list_topics(), f"topic {topic} in the metadata")
-    finally:
-        admin.close()
-
-
-def produce(broker: KafkaBroker, topic: str, partition: int, records: list[Record], codec: str) -> None:
-    """The harness's acks=all producer. kafka-python's producer takes no null header values, so
-    those headers are left out (the caller builds its expectation from what the consumer
-    returns)."""
-    sends = [
-        {
-            "key": r.key,
-            "value": r.value,
-            "headers": [(k, v) for k, v in r.headers if v is not None],
-            "timestamp_ms": r.timestamp,
-        }
-        for r in records
-    ]
-    kafka_harness.produce(broker, topic, sends, codec, partition=partition)
 
 
 def consume(broker: KafkaBroker, topic: str, partition: int) -> list[tuple]:
@@ -280,27 +257,6 @@ def manager_config(broker: KafkaBroker) -> dict[str, str]:
     return {"node.id": broker.properties()["node.id"], "cluster.id": broker.cluster_id}
 
 
-@pytest.fixture
-def brokers(kafka_jars: KafkaJars, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Callable[..., KafkaBroker]]:
-    """``brokers(**overrides)`` -> a KafkaBroker, not started. Killed at teardown if running."""
-    made: list[KafkaBroker] = []
-
-    def new(overrides: dict[str, str] | None = None) -> KafkaBroker:
-        name = f"{request.node.nodeid} broker {len(made)}"  # the cluster id and ports come from it
-        b = KafkaBroker(kafka_jars, tmp_path_factory.mktemp("lm-broker"), overrides, name=name)
-        made.append(b)
-        return b
-
-    try:
-        yield new
-    finally:
-        failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
-        for b in made:
-            b.release()
-            if failed:
-                print(f"\n[broker {b.bootstrap} in {b.work_dir}]\n{b.log_tail(30)}")
-
-
 # A kafkalog process that appends, flushes and then waits to be SIGKILLed.
 KAFKALOG_WRITER = r"""
 import json, pickle, sys
@@ -370,8 +326,8 @@ def kafkalog_append_flush_and_sigkill(
 # -- 1. Kafka reads what kafkalog wrote --------------------------------------------------------------
 
 
-def test_kafka_starts_on_log_dir_kafkalog_wrote(brokers, tmp_path):
-    broker: KafkaBroker = brokers()
+def test_kafka_starts_on_log_dir_kafkalog_wrote(kafka_broker, tmp_path):
+    broker: KafkaBroker = kafka_broker(start=False)
     broker.overrides["metadata.log.dir"] = str(broker.work_dir / "metadata")
     data = broker.log_dir
     topic = "lm-written"
@@ -400,9 +356,9 @@ def test_kafka_starts_on_log_dir_kafkalog_wrote(brokers, tmp_path):
 
     text = start_broker(broker)
     assert recovery_line(text, data).endswith(f"No logs found to be loaded in {data} (kafka.log.LogManager)")
-    create_topic(broker, topic, 3, TOPIC_CONFIG)
-    kafka_written = make_records(300, seed=1)
-    produce(broker, topic, 0, kafka_written, "snappy")
+    create_topic(broker, topic, TOPIC_CONFIG, partitions=3)
+    kafka_written = mixed_records(300, seed=1)
+    produce_records(broker, topic, kafka_written, "snappy", partition=0)
     expected = {0: consume(broker, topic, 0), 1: [], 2: []}
     assert len(expected[0]) == 300
     assert broker.stop() in (0, 143), broker.log_tail()
@@ -426,7 +382,7 @@ def test_kafka_starts_on_log_dir_kafkalog_wrote(brokers, tmp_path):
             assert log.topic_id == topic_id
             start = log.log_end_offset
             assert start == len(expected[p])
-            records = make_records(n, seed=10 + p)
+            records = mixed_records(n, seed=10 + p)
             append_in_chunks(log, records, codec, epoch)
             expected[p] = expected[p] + expected_rows(records, start)
             assert len(log.segments) > 2, "test set-up: several segments"
@@ -456,7 +412,7 @@ def test_kafka_starts_on_log_dir_kafkalog_wrote(brokers, tmp_path):
     assert (data / "meta.properties").read_bytes() == meta_bytes, "the broker rewrote kafkalog's meta.properties"
 
     # Unclean: a kafkalog process appends, flushes and is SIGKILLed; no marker is left.
-    appends = [(p, codec, make_records(150 + 50 * p, seed=20 + p)) for p, codec in ((0, "none"), (1, "snappy"), (2, "zstd"))]
+    appends = [(p, codec, mixed_records(150 + 50 * p, seed=20 + p)) for p, codec in ((0, "none"), (1, "snappy"), (2, "zstd"))]
     report = kafkalog_append_flush_and_sigkill(tmp_path, broker, topic, appends, latest_leader_epoch(broker.partition_dir(topic, 0)))
     assert report["had_clean_shutdown"] is True
     for p, _, records in appends:
@@ -479,7 +435,7 @@ def test_kafka_starts_on_log_dir_kafkalog_wrote(brokers, tmp_path):
 # -- 2. kafkalog reads what Kafka wrote --------------------------------------------------------------
 
 
-def dir_snapshot(d: Path) -> dict[str, bytes]:
+def file_contents(d: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
 
 
@@ -487,9 +443,9 @@ def test_kafkalog_opens_log_dir_kafka_wrote(kafka_broker):
     broker: KafkaBroker = kafka_broker()  # metadata log in the data dir, as `kafka-storage format` sets it up
     data = broker.log_dir
     topic = "lm-kafka"
-    create_topic(broker, topic, 2, TOPIC_CONFIG)
+    create_topic(broker, topic, TOPIC_CONFIG, partitions=2)
     for p, codec in ((0, "zstd"), (1, "none")):
-        produce(broker, topic, p, make_records(600 + 200 * p, seed=30 + p), codec)
+        produce_records(broker, topic, mixed_records(600 + 200 * p, seed=30 + p), codec, partition=p)
     delete_records(broker, topic, 0, KAFKA_LOG_START)
     expected = {p: consume(broker, topic, p) for p in (0, 1)}
     assert [(rows[0][0], len(rows)) for rows in expected.values()] == [(KAFKA_LOG_START, 600 - KAFKA_LOG_START), (0, 800)]
@@ -508,9 +464,9 @@ def test_kafkalog_opens_log_dir_kafka_wrote(kafka_broker):
     assert kafka_hw == kafka_recovery
     # Files kafkalog must leave byte for byte (the checkpoints and the marker it rewrites).
     rewritten = OFFSET_CHECKPOINTS + (".kafka_cleanshutdown",)
-    untouched = {n: b for n, b in dir_snapshot(data).items() if n not in rewritten}
+    untouched = {n: b for n, b in file_contents(data).items() if n not in rewritten}
     assert set(untouched) == {"meta.properties", "bootstrap.checkpoint", "cleaner-offset-checkpoint"}
-    metadata_log = dir_snapshot(data / "__cluster_metadata-0")
+    metadata_log = file_contents(data / "__cluster_metadata-0")
     topic_id = topic_id_of(broker.partition_dir(topic, 0))
     kafka_marker = (data / ".kafka_cleanshutdown").read_bytes()
     broker_epoch = checkpoints.read_clean_shutdown(data / ".kafka_cleanshutdown")
@@ -538,13 +494,13 @@ def test_kafkalog_opens_log_dir_kafka_wrote(kafka_broker):
 
     # kafkalog left Kafka's meta.properties and the files it does not own byte for byte, wrote
     # the checkpoints Kafka wrote (same entries) and a clean shutdown marker.
-    after = dir_snapshot(data)
+    after = file_contents(data)
     assert {n: after.get(n) for n in untouched} == untouched
     assert checkpoints.read_offset_checkpoint(data / "recovery-point-offset-checkpoint") == kafka_recovery
     assert checkpoints.read_offset_checkpoint(data / "replication-offset-checkpoint") == kafka_hw
     assert checkpoints.read_offset_checkpoint(data / "log-start-offset-checkpoint") == kafka_log_start
     assert (data / ".kafka_cleanshutdown").read_bytes() == kafka_marker, "kafkalog's marker differs from Kafka's"
-    assert dir_snapshot(data / "__cluster_metadata-0") == metadata_log, "kafkalog touched the metadata log"
+    assert file_contents(data / "__cluster_metadata-0") == metadata_log, "kafkalog touched the metadata log"
     assert not (data / ".lock").exists()
 
     text = start_broker(broker)
@@ -555,7 +511,7 @@ def test_kafkalog_opens_log_dir_kafka_wrote(kafka_broker):
 
     # SIGKILL after acks=all produce: kafkalog recovers and keeps every acknowledged record.
     for p, codec in ((0, "gzip"), (1, "lz4")):
-        produce(broker, topic, p, make_records(300, seed=40 + p), codec)
+        produce_records(broker, topic, mixed_records(300, seed=40 + p), codec, partition=p)
     expected = {p: consume(broker, topic, p) for p in (0, 1)}
     assert [(rows[0][0], rows[-1][0]) for rows in expected.values()] == [(KAFKA_LOG_START, 899), (0, 1099)]
     broker.kill()

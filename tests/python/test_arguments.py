@@ -578,8 +578,7 @@ def test_the_exception_types_catch_both_ways() -> None:
 
 
 def _child_main(work: Path) -> None:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from conftest import dir_snapshot
+    from kit.files import dir_snapshot  # the venv's kafkalog-dev.pth puts tests/ on the path
 
     for name, fn in CASES.items():
         print(f"run {name}", flush=True)

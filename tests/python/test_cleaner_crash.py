@@ -36,14 +36,14 @@ from pathlib import Path
 import pytest
 
 import kafkalog
-from kafkalog.exceptions import LogClosedError
+from kafkalog import Record
+from kafkalog.exceptions import KafkaLogIOError, LogClosedError
+from kafkalog.testing import clear_faults, inject_fault
+from kit.compaction import Row, cleaner_temp_files, data_rows, read_all, scan_dir
+from kit.manager import HANG_GUARD_S
+
 from cleaner_crash_child import CONFIG as CHILD_CONFIG
 from cleaner_crash_child import content
-from compaction_helpers import Row, data_rows, leftover_temp_files, read_all, scan_dir
-from kafkalog import Record
-from kafkalog.exceptions import KafkaLogIOError
-from kafkalog.testing import clear_faults, inject_fault
-from manager_helpers import HANG_GUARD_S
 
 T0 = 1_700_000_000_000
 NOW = T0 + 1_000_000
@@ -127,7 +127,7 @@ def test_failed_step_then_reopen_reads_before_or_after(tmp_path, op, file):
     log = _fail_one_step(path, op, file)
     log.close()
     with kafkalog.UnifiedLog.open(path, CONFIG) as reopened:
-        assert leftover_temp_files(path) == []
+        assert cleaner_temp_files(path) == []
         got = read_all(reopened)
         assert got in (before, after), f"after a failed {op} of {file} the log reads as neither: {got}"
         assert data_rows(scan_dir(path)) == got
@@ -262,7 +262,7 @@ def test_sigkill_during_cleaning_recovers_a_consistent_log(tmp_path):
         if any(n.endswith((".cleaned", ".swap", ".deleted")) for n in os.listdir(path)):
             killed_while_cleaning_files += 1
         with kafkalog.UnifiedLog.open(path, CHILD_CONFIG) as log:
-            assert leftover_temp_files(path) == [], where
+            assert cleaner_temp_files(path) == [], where
             assert log.log_end_offset >= previous_end, f"{where}: log end went back"
             rows = check_model_invariant(log, where)
             assert data_rows(scan_dir(path)) == rows, where
@@ -411,6 +411,6 @@ def test_appends_and_rolls_while_cleaning_keep_every_latest_value(tmp_path):
     check_model_invariant(log, "live")
     log.close()
     with kafkalog.UnifiedLog.open(path, CHILD_CONFIG) as reopened:
-        assert leftover_temp_files(path) == []
+        assert cleaner_temp_files(path) == []
         rows = check_model_invariant(reopened, "reopened")
         assert data_rows(scan_dir(path)) == rows

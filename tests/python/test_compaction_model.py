@@ -36,8 +36,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import kafkalog
-from compaction_helpers import CODEC_IDS, CODECS, Row, data_rows, leftover_temp_files, read_all, scan_dir
 from kafkalog import Record
+from kit.compaction import CODEC_IDS, CODECS, Row, cleaner_temp_files, data_rows, read_all, scan_dir
 
 SOAK = int(os.environ.get("KAFKALOG_SOAK", "1"))
 T0 = 1_700_000_000_000
@@ -354,7 +354,7 @@ class CompactionMachine(RuleBasedStateMachine):
         got = read_all(self.log)
         visible = [r for r in expected if r[0] >= self.log.log_start_offset]
         assert got == visible, f"records differ from the model after {self.cleans} cleans (now={self.now})"
-        assert leftover_temp_files(self.log.path) == []
+        assert cleaner_temp_files(self.log.path) == []
         raw = scan_dir(self.log.path)
         assert data_rows(raw) == expected, "kafka-python decodes different records from the .log files"
         for b in raw:

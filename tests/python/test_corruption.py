@@ -199,7 +199,7 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> Fixture:
 # -- reading and checking -----------------------------------------------------------------------
 
 
-def read_all(log: UnifiedLog) -> list[ConsumerRecord]:
+def records_served(log: UnifiedLog) -> list[ConsumerRecord]:
     """Every record read() serves from the log start to the log end, in fetch order."""
     out: list[ConsumerRecord] = []
     offset, end = log.log_start_offset, log.log_end_offset
@@ -219,7 +219,7 @@ def assert_exact(log: UnifiedLog, tp: TP, start: int, end: int, rng: random.Rand
     """The log serves exactly the records written at [start, end), through every read path."""
     name = f"{tp[0]}-{tp[1]}"
     assert (log.log_start_offset, log.log_end_offset) == (start, end), f"{name}: [start, end)"
-    records = read_all(log)
+    records = records_served(log)
     offsets = [r.offset for r in records]
     assert offsets == list(range(start, end)), f"{name}: offsets served are not [{start}, {end})"
     for r in records:
@@ -377,7 +377,7 @@ def check_active_log(c: Case) -> None:
         # offsets still go forwards, or empties the segment when the offset index sees them go
         # backwards (see test_recovery_drops_a_batch_whose_base_offset_overlaps). Whatever is
         # served is still a record that was written, and older segments are whole.
-        records = read_all(log)
+        records = records_served(log)
         assert_authentic(records, c.tp, part.end)
         assert [r.offset for r in records if r.offset < seg.base] == list(range(part.start, seg.base))
 
@@ -476,7 +476,7 @@ def check_timeindex(c: Case) -> None:
         if seg is part.segments[-1]:
             assert_exact(log, tp, part.start, part.end, c.rng)
             return
-        records = read_all(log)
+        records = records_served(log)
         assert [r.offset for r in records] == list(range(part.start, part.end))
         assert all(r.value == value(tp, r.offset) for r in records)
         for o in range(max(part.start, seg.base), seg.next):
@@ -518,7 +518,7 @@ def check_log_start_checkpoint(c: Case) -> None:
             start = max(first_base, parsed.get(tp, first_base)) if part.dir == c.damaged_dir else part.start
             if start > part.end:
                 assert (log.log_start_offset, log.log_end_offset) == (start, start)
-                assert read_all(log) == []
+                assert records_served(log) == []
             else:
                 assert_exact(log, tp, start, part.end, c.rng)
 
@@ -822,7 +822,7 @@ def test_recovery_drops_a_batch_whose_base_offset_overlaps(unclean: Fixture, tmp
     with opened(case_dirs(unclean, case)) as manager:
         log = manager.get_log("t", 0)
         assert log is not None
-        records = read_all(log)
+        records = records_served(log)
         assert [r.offset for r in records] == list(range(part.start, log.log_end_offset))
         assert all(r.value == value(("t", 0), r.offset) for r in records)
         assert log.log_end_offset == batch.base

@@ -40,7 +40,7 @@ import pytest
 
 from crash_child import CONFIG, PARTITIONS, T0, read_status, record_key, record_value, tp_name
 from kafkalog import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogManager, UnifiedLog
-from manager_helpers import HANG_GUARD_S
+from kit.manager import HANG_GUARD_S
 
 CHILD = Path(__file__).with_name("crash_child.py")
 KILLS = int(os.environ.get("KAFKALOG_CRASH_KILLS", "30"))

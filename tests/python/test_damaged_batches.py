@@ -36,16 +36,16 @@ def key(offset: int) -> bytes:
     return b"k%d" % (offset % KEYS)
 
 
-def value(offset: int) -> bytes:
+def value_at(offset: int) -> bytes:
     return b"v%d" % offset
 
 
-def build(path: Path, config: dict[str, object] = CONFIG) -> Path:
+def write_segments(path: Path, config: dict[str, object] = CONFIG) -> Path:
     with UnifiedLog.open(path, config) as log:
         for s in range(SEGMENTS):
             for b in range(BATCHES):
                 first = (s * BATCHES + b) * PER_BATCH
-                log.append([Record(key(o), value(o), timestamp=T0 + o) for o in range(first, first + PER_BATCH)])
+                log.append([Record(key(o), value_at(o), timestamp=T0 + o) for o in range(first, first + PER_BATCH)])
             if s < SEGMENTS - 1:
                 log.roll()
     return path
@@ -96,7 +96,7 @@ def flip_a_value_byte_of_the_second_batch(path: Path) -> set[int]:
     return set(range(40, 50))
 
 
-def offsets_of(log: UnifiedLog) -> dict[str, list[int]]:
+def offsets_served(log: UnifiedLog) -> dict[str, list[int]]:
     """What each read path serves, whole log."""
     return {
         "records": [r.offset for r in log.records()],
@@ -113,14 +113,14 @@ ALL = list(range(SEGMENTS * BATCHES * PER_BATCH))
 def test_a_torn_tail_is_skipped_by_every_read_path(
     tmp_path: Path, cut: Callable[[Path], set[int]], read_only: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    path = build(tmp_path / "t-0")
+    path = write_segments(tmp_path / "t-0")
     lost = cut(path)
     size = middle_segment(path).stat().st_size
     intact = [o for o in ALL if o not in lost]
     caplog.set_level(logging.WARNING, logger="kafkalog")
     with UnifiedLog.open(path, CONFIG, read_only=read_only) as log:
         assert (log.log_start_offset, log.log_end_offset) == (0, len(ALL))
-        for path_name, got in offsets_of(log).items():
+        for path_name, got in offsets_served(log).items():
             assert got == intact, path_name
         for o in ALL:
             records = log.read(o, 1).records
@@ -128,7 +128,7 @@ def test_a_torn_tail_is_skipped_by_every_read_path(
                 # Kafka's LocalLog.read: nothing in this segment at o, so the next one serves.
                 assert records[0].offset == 60, f"read({o})"
             else:
-                assert (records[0].offset, records[0].value) == (o, value(o)), f"read({o})"
+                assert (records[0].offset, records[0].value) == (o, value_at(o)), f"read({o})"
     assert middle_segment(path).stat().st_size == size, "reads (and the open) left the damage in place"
     warnings = [r.getMessage() for r in caplog.records if "do not form a complete record batch" in r.getMessage()]
     torn_at = batch_spans(middle_segment(path))[0 if cut is cut_inside_first_batch else 1][0]
@@ -140,7 +140,7 @@ def test_a_torn_tail_is_skipped_by_every_read_path(
 def test_the_cleaner_keeps_the_complete_batches_of_a_torn_segment(
     tmp_path: Path, cut: Callable[[Path], set[int]], caplog: pytest.LogCaptureFixture
 ) -> None:
-    path = build(tmp_path / "t-0")
+    path = write_segments(tmp_path / "t-0")
     lost = cut(path)
     intact = [o for o in ALL if o not in lost]
     # The clean range ends at the active segment (60); what a clean of the intact records keeps.
@@ -152,15 +152,15 @@ def test_the_cleaner_keeps_the_complete_batches_of_a_torn_segment(
         assert result.end_offset == 60
         left_out = [r.getMessage() for r in caplog.records if "leaves out the" in r.getMessage()]
         assert len(left_out) == 1 and str(middle_segment(path)) in left_out[0], left_out
-        for path_name, got in offsets_of(log).items():
+        for path_name, got in offsets_served(log).items():
             assert got == expected, path_name
-        assert all(r.value == value(r.offset) for r in log.records())
+        assert all(r.value == value_at(r.offset) for r in log.records())
     with UnifiedLog.open(path, CONFIG) as log:
         assert log.to_arrow().column("offset").to_pylist() == expected
 
 
 def test_a_damaged_batch_is_reported_by_every_read_path(tmp_path: Path) -> None:
-    path = build(tmp_path / "t-0")
+    path = write_segments(tmp_path / "t-0")
     damaged = flip_a_value_byte_of_the_second_batch(path)
     name = middle_segment(path).name
     with UnifiedLog.open(path, CONFIG) as log:
@@ -190,7 +190,7 @@ def test_a_damaged_batch_is_reported_by_every_read_path(tmp_path: Path) -> None:
 def test_the_cleaner_refuses_to_rebuild_a_damaged_batch(tmp_path: Path, snapshot_dir: Callable[[Path], dict[str, tuple[int, int, str]]]) -> None:
     """Offsets 40-44 (keys k10-k14) are superseded by 55-59, so the clean must rebuild the
     damaged batch: it refuses, naming the file, and changes nothing."""
-    path = build(tmp_path / "t-0")
+    path = write_segments(tmp_path / "t-0")
     flip_a_value_byte_of_the_second_batch(path)
     name = middle_segment(path).name
     with UnifiedLog.open(path, CONFIG) as log:
@@ -213,7 +213,7 @@ def test_a_batch_length_running_past_the_end_with_data_after_it_is_damage(
     of skipping the rest of the segment (Kafka's cleaner fails here too; its reads skip)."""
     # An index entry for every batch but a segment's first, or none at all.
     config = {**CONFIG, "index.interval.bytes": 1 if indexed else 1 << 20}
-    path = build(tmp_path / "t-0", config)
+    path = write_segments(tmp_path / "t-0", config)
     f = middle_segment(path)
     pos, _, _ = batch_spans(f)[0]
     data = bytearray(f.read_bytes())
@@ -250,7 +250,7 @@ def test_an_index_entry_pointing_past_its_offset_does_not_skip_records(
     config = {**CONFIG, "index.interval.bytes": 100}
     with UnifiedLog.open(path, config) as log:
         for first in range(0, 120, 12):
-            log.append([Record(key(o), value(o), timestamp=T0 + o) for o in range(first, first + 12)])
+            log.append([Record(key(o), value_at(o), timestamp=T0 + o) for o in range(first, first + 12)])
         log.roll()  # an older segment: a writable open does not rebuild its index
         log.append([Record(b"k", b"after", timestamp=T0)])
     index = path / f"{0:020d}.index"
@@ -262,10 +262,10 @@ def test_an_index_entry_pointing_past_its_offset_does_not_skip_records(
     caplog.set_level(logging.WARNING, logger="kafkalog")
     with UnifiedLog.open(path, config, read_only=read_only) as log:
         everything = list(range(121))
-        for path_name, got in offsets_of(log).items():
+        for path_name, got in offsets_served(log).items():
             assert got == everything, path_name
         for o in range(120):
-            assert (log.read(o, 1).records[0].value) == value(o), f"read({o})"
+            assert (log.read(o, 1).records[0].value) == value_at(o), f"read({o})"
     warnings = [r.getMessage() for r in caplog.records if "Found a corrupted index file" in r.getMessage()]
     assert len(warnings) == 1 and str(index) in warnings[0], warnings
     assert f"the entry for offset {int(index.name[:20])} at position {position}" in warnings[0], warnings

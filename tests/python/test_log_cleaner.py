@@ -2,7 +2,7 @@
 Kafka's gauges by name, on-demand compaction, one loop iteration on a manual clock, retrying
 uncleanable partitions, run-time reconfiguration (and its validation), and the cleaner thread.
 
-Managers run on a manual clock with no background thread (manager_helpers.open_manager) unless
+Managers run on a manual clock with no background thread (kit.manager.open_manager) unless
 a test is about the thread.
 """
 
@@ -21,7 +21,7 @@ from kafkalog.checkpoints import read_offset_checkpoint
 from kafkalog.exceptions import IllegalStateError, InvalidConfigError
 from kafkalog.testing import fault
 
-from manager_helpers import native_thread_names, native_threads, now_ms, open_manager, wait_for, wait_for_new_threads
+from kit.manager import native_thread_names, native_threads, now_ms, open_manager, wait_for, wait_for_new_threads
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 #: Small segments (about five one-record batches each), and any dirty ratio is worth a clean.

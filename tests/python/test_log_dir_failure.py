@@ -21,7 +21,7 @@ import pytest
 from kafkalog import DirRecoveryProgress, LogManager, UnifiedLog
 from kafkalog.exceptions import AllLogDirsOfflineError, KafkaLogError, KafkaStorageError
 from kafkalog.testing import fault
-from manager_helpers import (
+from kit.manager import (
     CLEAN_SHUTDOWN,
     LOCK,
     LOG_STARTS,

@@ -4,7 +4,7 @@ checkpoints, retention (by hand and on the scheduler), compacted topics, partiti
 the special directories of a log dir, parallel recovery with progress, recovery after SIGKILL,
 the scheduler thread, and closing. Docstrings name the LogManagerTest case each test mirrors.
 
-Managers run on a manual clock with no scheduler thread (manager_helpers.open_manager) unless a
+Managers run on a manual clock with no scheduler thread (kit.manager.open_manager) unless a
 test is about the thread itself. A "crash" in-process is `del` of the manager and every log
 handle, then gc: nothing is flushed, checkpointed or marked clean.
 """
@@ -36,7 +36,7 @@ from kafkalog.exceptions import (
     LogClosedError,
     LogDirLockedError,
 )
-from manager_helpers import (
+from kit.manager import (
     CLEAN_SHUTDOWN,
     HANG_GUARD_S,
     LOCK,

@@ -30,8 +30,7 @@ from typing import Any
 import pytest
 
 from kafkalog import LogManager, Record, UnifiedLog, _native
-
-from manager_helpers import HANG_GUARD_S, open_manager
+from kit.manager import HANG_GUARD_S, native_threads, open_manager
 
 LOG0 = "00000000000000000000.log"
 #: Cleaner settings as in test_log_cleaner: a small dedupe buffer, tiny segments, any dirty
@@ -309,7 +308,7 @@ def test_events_of_a_cleaner_thread_arrive_without_deadlock(tmp_path: Path) -> N
                 done.set()
                 competitor.join()
             assert not any(r.levelno >= logging.ERROR for r in seen), [r.getMessage() for r in seen]
-            cleaner_tids = {int(tid) for tid, name in native_threads() if name.startswith("kafka-log-clean")}
+            cleaner_tids = {tid for tid, name in native_threads().items() if name.startswith("kafka-log-clean")}
             assert cleaner_tids, "the cleaner thread runs"
             # The event was not handed to Python on the thread that logged it (which may hold
             # the cleaner's locks while a thread holding the GIL waits for them).
@@ -320,17 +319,6 @@ def test_events_of_a_cleaner_thread_arrive_without_deadlock(tmp_path: Path) -> N
     assert summary.threadName == "kafka-log-cleaner-thread-0"
     assert "cleaned log c-0" in summary.getMessage()
     assert statuses == [1] and errors == [], "the handler called back into kafkalog"
-
-
-def native_threads() -> list[tuple[str, str]]:
-    """(native thread id, name) of every OS thread of this process."""
-    out = []
-    for task in Path("/proc/self/task").iterdir():
-        try:
-            out.append((task.name, (task / "comm").read_text().strip()))
-        except FileNotFoundError:  # the thread ended while we looked
-            continue
-    return out
 
 
 def test_a_disabled_level_is_refused_on_the_rust_side(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -17,6 +17,7 @@ from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 import kafkalog
 from kafkalog import Record
+from kit.records import expected_rows
 
 pytestmark = pytest.mark.oracle
 
@@ -83,12 +84,6 @@ def decode_batch(batch: DefaultRecordBatch) -> list[tuple]:
 
 def log_files(log_dir: Path) -> list[Path]:
     return sorted(log_dir.glob("*.log"))
-
-
-def expected_rows(records: list[Record], first_offset: int = 0) -> list[tuple]:
-    return [
-        (first_offset + i, r.timestamp, 0, r.key, r.value, tuple(r.headers)) for i, r in enumerate(records)
-    ]
 
 
 def kafka_python_batch(

@@ -35,7 +35,7 @@ from kafkalog.exceptions import (
     OffsetOutOfRangeError,
     ReadOnlyLogError,
 )
-from manager_helpers import HANG_GUARD_S
+from kit.manager import HANG_GUARD_S
 
 BASE_TS = 1_700_000_000_000
 

@@ -13,9 +13,9 @@ use kafkalog::log::file_names::TopicPartition;
 use kafkalog::log::unified_log::{check_first_dirty_offset, LogOpenOptions, MAX_OFFSET};
 use kafkalog::manager::log_manager::{LogManager, LogManagerOptions};
 use kafkalog::util::clock::ManualClock;
-use kafkalog::{FetchIsolation, LogManagerConfig, UnifiedLog};
+use kafkalog::{FetchIsolation, UnifiedLog};
 
-use crate::common::{append_values, config, read_all, values_batch, Fixture, T0};
+use crate::common::{append_values, config, manager_config, read_all, values_batch, Fixture, T0};
 
 /// Every file under `dir` with its bytes: what "unchanged" means.
 fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -28,7 +28,7 @@ fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 /// (log start, high watermark, log end, recovery point).
-fn offsets(log: &UnifiedLog) -> (i64, i64, i64, i64) {
+fn log_offsets(log: &UnifiedLog) -> (i64, i64, i64, i64) {
     (log.log_start_offset(), log.high_watermark(), log.log_end_offset(), log.recovery_point())
 }
 
@@ -45,7 +45,7 @@ fn assert_invalid_argument<T: std::fmt::Debug>(result: kafkalog::Result<T>, argu
 
 /// A log of three segments holding offsets 0..9, with the log start raised to 2 and the high
 /// watermark set to 8.
-fn three_segments(fx: &Fixture) -> UnifiedLog {
+fn trimmed_three_segments(fx: &Fixture) -> UnifiedLog {
     let log = fx.open(&config(&[]));
     for round in 0..3 {
         append_values(&log, T0, &["a", "b", "c"]);
@@ -62,8 +62,8 @@ fn three_segments(fx: &Fixture) -> UnifiedLog {
 #[test]
 fn refused_offsets_change_nothing() {
     let fx = Fixture::new();
-    let log = three_segments(&fx);
-    let (files, before) = (snapshot(&fx.dir), offsets(&log));
+    let log = trimmed_three_segments(&fx);
+    let (files, before) = (snapshot(&fx.dir), log_offsets(&log));
     let max = format!("[0, {MAX_OFFSET}]");
 
     // The defect of issue 12: -1 was accepted, the log restarted at -1 and lost the next record.
@@ -97,7 +97,7 @@ fn refused_offsets_change_nothing() {
         assert!(matches!(refused, Err(Error::OffsetOutOfRange { offset, .. }) if offset == bad), "read({bad})");
     }
 
-    assert_eq!(offsets(&log), before, "a refused call moved an offset");
+    assert_eq!(log_offsets(&log), before, "a refused call moved an offset");
     assert_eq!(snapshot(&fx.dir), files, "a refused call changed a file");
     // The log still works: the next record gets the next offset, and survives a reopen.
     assert_eq!(append_values(&log, T0, &["d"]), 9);
@@ -110,7 +110,7 @@ fn refused_offsets_change_nothing() {
 #[test]
 fn accepted_edges_still_work() {
     let fx = Fixture::new();
-    let log = three_segments(&fx);
+    let log = trimmed_three_segments(&fx);
     assert_eq!(log.delete_records(1).unwrap(), 2, "below the log start: nothing changes (Kafka)");
     assert_eq!(log.delete_records(8).unwrap(), 8, "up to the high watermark");
     assert_eq!(log.set_high_watermark(0).unwrap(), 8, "clamped to the log start");
@@ -164,7 +164,7 @@ fn appends_stop_at_the_largest_offset() {
 #[test]
 fn first_dirty_offset_must_lie_in_the_log() {
     let fx = Fixture::new();
-    let log = three_segments(&fx);
+    let log = trimmed_three_segments(&fx);
     for ok in [0, 2, 9] {
         check_first_dirty_offset(&log, ok).unwrap();
     }
@@ -213,11 +213,11 @@ fn opening_what_is_not_a_partition_directory() {
     assert!(!tmp.path().join("sub").exists());
 }
 
-fn manager(dir: &Path) -> LogManager {
-    let config = LogManagerConfig::from_props([("log.dirs", dir.to_str().unwrap())]).unwrap();
+/// A `LogManager` over `dir` with the broker defaults, on a manual clock, no scheduler thread.
+fn open_default_manager(dir: &Path) -> LogManager {
     let options =
         LogManagerOptions { clock: ManualClock::new(T0), start_scheduler: false, ..LogManagerOptions::default() };
-    LogManager::open(config, options).unwrap()
+    LogManager::open(manager_config(&[dir], &[]), options).unwrap()
 }
 
 /// The issue's case: `create_log("a" * 249, 2147483647)` failed with ENAMETOOLONG, took the
@@ -226,7 +226,7 @@ fn manager(dir: &Path) -> LogManager {
 fn a_name_the_file_system_cannot_hold_keeps_the_dir_online() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
-    let m = manager(&dir);
+    let m = open_default_manager(&dir);
     let longest = "a".repeat(249);
     for (topic, partition) in [(longest.as_str(), i32::MAX), (longest.as_str(), 100_000)] {
         let e = m.get_or_create_log(&TopicPartition::new(topic, partition), None, None).unwrap_err();

@@ -7,27 +7,26 @@
 
 use std::sync::Arc;
 
-use kafkalog::cleaner::throttler::CHECK_INTERVAL;
-use kafkalog::cleaner::{compact_log, Cleaner, CleanerParams, CompactOptions, LogToClean, SkimpyOffsetMap, Throttler};
+use kafkalog::cleaner::{compact_log, Cleaner, CleanerParams, CompactOptions, LogToClean};
 use kafkalog::record::records::{AnyBatch, BatchIter};
 use kafkalog::record::{BatchBuilder, BatchHeader, CompressionType};
 use kafkalog::{LogConfig, UnifiedLog};
 
+use crate::common::cleaner::{compact_config, new_cleaner};
 use crate::common::{batch, config, decode, Fixture, RecSpec, T0};
 
-fn compact_config() -> LogConfig {
-    config(&[("cleanup.policy", "compact"), ("file.delete.delay.ms", "0"), ("delete.retention.ms", "1000")])
+/// A compacted topic whose tombstones may go one second after a clean.
+fn short_retention_config() -> LogConfig {
+    compact_config(&[("delete.retention.ms", "1000")])
 }
 
-fn cleaner(fx: &Fixture, map_bytes: usize) -> Cleaner {
-    let params = CleanerParams { io_buffer_size: 64 * 1024, ..CleanerParams::default() };
-    let map = SkimpyOffsetMap::new(map_bytes).expect("map");
-    Cleaner::new(0, map, params, Arc::new(Throttler::new(f64::MAX, CHECK_INTERVAL)), fx.shared_clock())
-        .expect("cleaner")
+/// A cleaner with Kafka's default parameters but 64 KiB buffers and a `map_bytes`-byte map.
+fn default_cleaner(fx: &Fixture, map_bytes: usize) -> Cleaner {
+    new_cleaner(fx, map_bytes, CleanerParams { io_buffer_size: 64 * 1024, ..CleanerParams::default() })
 }
 
 /// Appends `records` as one batch at the log end (as a follower); returns the batch's bytes.
-fn append(log: &UnifiedLog, records: &[(Option<&str>, Option<&str>)]) -> Vec<u8> {
+fn append_pairs(log: &UnifiedLog, records: &[(Option<&str>, Option<&str>)]) -> Vec<u8> {
     let specs: Vec<RecSpec<'_>> =
         records.iter().map(|(k, v)| (k.map(str::as_bytes), v.map(str::as_bytes), T0)).collect();
     let bytes = batch(log.log_end_offset(), CompressionType::None, &specs);
@@ -67,15 +66,15 @@ fn row(offset: i64, key: &str, value: Option<&str>) -> Row {
 #[test]
 fn whole_batches_are_kept_or_dropped_and_the_rest_follows_the_map() {
     let fx = Fixture::new();
-    let log = Arc::new(fx.open(&compact_config()));
-    append(&log, &[(Some("a"), Some("1")), (Some("b"), Some("1")), (Some("c"), Some("1"))]);
-    let b2 = append(&log, &[(Some("a"), Some("2")), (Some("b"), Some("2")), (Some("c"), Some("2"))]);
-    append(&log, &[(Some("d"), Some("1")), (Some("e"), None), (Some("f"), Some("1"))]);
-    append(&log, &[(Some("d"), Some("2")), (None, Some("x")), (Some("g"), Some("1"))]);
-    let b5 = append(&log, &[(Some("h"), None)]);
+    let log = Arc::new(fx.open(&short_retention_config()));
+    append_pairs(&log, &[(Some("a"), Some("1")), (Some("b"), Some("1")), (Some("c"), Some("1"))]);
+    let b2 = append_pairs(&log, &[(Some("a"), Some("2")), (Some("b"), Some("2")), (Some("c"), Some("2"))]);
+    append_pairs(&log, &[(Some("d"), Some("1")), (Some("e"), None), (Some("f"), Some("1"))]);
+    append_pairs(&log, &[(Some("d"), Some("2")), (None, Some("x")), (Some("g"), Some("1"))]);
+    let b5 = append_pairs(&log, &[(Some("h"), None)]);
     log.roll().expect("roll");
     let end = log.log_end_offset();
-    let mut cleaner = cleaner(&fx, 1 << 20);
+    let mut cleaner = default_cleaner(&fx, 1 << 20);
     let (next, stats) = cleaner.do_clean(&LogToClean::new(log.clone(), 0, end, false), T0, &|| Ok(())).expect("clean");
     assert_eq!(next, end);
     let after = batches_below(&log, end);
@@ -96,7 +95,7 @@ fn whole_batches_are_kept_or_dropped_and_the_rest_follows_the_map() {
     assert_eq!((stats.tombstones_retained, stats.tombstones_removed), (2, 0));
 
     // A second clean: B2 and B3 are now the clean section, looked up in the new map.
-    append(&log, &[(Some("b"), Some("3")), (Some("e"), Some("2"))]);
+    append_pairs(&log, &[(Some("b"), Some("3")), (Some("e"), Some("2"))]);
     log.roll().expect("roll");
     let end2 = log.log_end_offset();
     cleaner.do_clean(&LogToClean::new(log.clone(), end, end2, false), T0, &|| Ok(())).expect("second clean");
@@ -121,17 +120,19 @@ fn whole_batches_are_kept_or_dropped_and_the_rest_follows_the_map() {
 #[test]
 fn a_producers_fully_superseded_last_batch_stays_empty() {
     let fx = Fixture::new();
-    let log = Arc::new(fx.open(&compact_config()));
+    let log = Arc::new(fx.open(&short_retention_config()));
     let header =
         BatchHeader { base_offset: 0, producer_id: 7, producer_epoch: 3, base_sequence: 40, ..BatchHeader::default() };
     let mut b = BatchBuilder::new(header);
     b.append_next(T0, Some(b"a"), Some(b"1"), &[]).unwrap();
     b.append_next(T0, Some(b"b"), Some(b"1"), &[]).unwrap();
     log.append_as_follower(&b.build().unwrap()).expect("append");
-    append(&log, &[(Some("b"), Some("2")), (Some("a"), Some("2"))]);
+    append_pairs(&log, &[(Some("b"), Some("2")), (Some("a"), Some("2"))]);
     log.roll().expect("roll");
     let end = log.log_end_offset();
-    cleaner(&fx, 1 << 20).do_clean(&LogToClean::new(log.clone(), 0, end, false), T0, &|| Ok(())).expect("clean");
+    default_cleaner(&fx, 1 << 20)
+        .do_clean(&LogToClean::new(log.clone(), 0, end, false), T0, &|| Ok(()))
+        .expect("clean");
     let after = batches_below(&log, end);
     assert_eq!(after.len(), 2);
     assert_eq!(after[0].0.len(), 61, "an empty batch header");
@@ -152,17 +153,17 @@ fn tiny_maps_that_fill_mid_batch_give_the_same_log() {
             let value = round.to_string();
             let records: Vec<(Option<&str>, Option<&str>)> =
                 (0..5).map(|i| (Some(keys[(round * 3 + i) % keys.len()]), Some(value.as_str()))).collect();
-            append(log, &records);
+            append_pairs(log, &records);
         }
         log.roll().expect("roll");
     };
     let mut results = Vec::new();
     for map_slots in [3usize, 4, 6, 1 << 15] {
         let fx = Fixture::new();
-        let log = Arc::new(fx.open(&compact_config()));
+        let log = Arc::new(fx.open(&short_retention_config()));
         write(&log);
         let end = log.log_end_offset();
-        let mut c = cleaner(&fx, map_slots * kafkalog::cleaner::offset_map::BYTES_PER_ENTRY);
+        let mut c = default_cleaner(&fx, map_slots * kafkalog::cleaner::offset_map::BYTES_PER_ENTRY);
         let options = CompactOptions { first_dirty_offset: Some(0), now_ms: Some(T0) };
         let result = compact_log(&mut c, &log, &options, &|| Ok(())).expect("compact");
         assert!(map_slots > 100 || result.passes.len() > 1, "{map_slots} slots: {} passes", result.passes.len());
@@ -193,13 +194,13 @@ fn an_unchanged_segment_is_kept_and_a_changed_one_rewritten() {
     let mut n = 0;
     while log.number_of_segments() < 3 {
         let key = format!("key-{n:03}");
-        append(&log, &[(Some(&key), Some("v"))]);
+        append_pairs(&log, &[(Some(&key), Some("v"))]);
         n += 1;
     }
     let second_base = log.segments()[1].base_offset();
     let third_base = log.segments()[2].base_offset();
     let superseded = format!("key-{:03}", third_base - 1); // the second segment's last record
-    append(&log, &[(Some(&superseded), Some("w"))]);
+    append_pairs(&log, &[(Some(&superseded), Some("w"))]);
     log.roll().expect("roll");
     let end = log.log_end_offset();
     let before: Vec<(std::path::PathBuf, Vec<u8>, std::time::SystemTime)> = log
@@ -207,8 +208,9 @@ fn an_unchanged_segment_is_kept_and_a_changed_one_rewritten() {
         .iter()
         .map(|s| (s.path(), std::fs::read(s.path()).unwrap(), std::fs::metadata(s.path()).unwrap().modified().unwrap()))
         .collect();
-    let (_, stats) =
-        cleaner(&fx, 1 << 20).do_clean(&LogToClean::new(log.clone(), 0, end, false), T0, &|| Ok(())).expect("clean");
+    let (_, stats) = default_cleaner(&fx, 1 << 20)
+        .do_clean(&LogToClean::new(log.clone(), 0, end, false), T0, &|| Ok(()))
+        .expect("clean");
     let after: Vec<(std::path::PathBuf, Vec<u8>)> =
         log.log_segments(0, end).iter().map(|s| (s.path(), std::fs::read(s.path()).unwrap())).collect();
     assert_eq!(after[0], (before[0].0.clone(), before[0].1.clone()), "segment 0 untouched");

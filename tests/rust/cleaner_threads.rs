@@ -19,24 +19,24 @@ use kafkalog::manager::log_manager::{LogManager, LogManagerOptions};
 use kafkalog::util::clock::ManualClock;
 use kafkalog::LogManagerConfig;
 
-use crate::common::{config, scan_all, T0};
+use crate::common::{config, manager_config, scan_all, T0};
 use crate::log_cleaner_manager::{base, compact, file_checkpoints, fill, grab, tp, wait_until, Env, HOUR};
 
-fn manager_config(dirs: &[&Path], extra: &[(&str, &str)]) -> LogManagerConfig {
-    let dirs = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(",");
+/// A broker config over `dirs` with 300-byte segments, a 2 MiB dedupe buffer, 64 KiB cleaner
+/// I/O buffers and the keys `extra`.
+fn cleaner_manager_config(dirs: &[&Path], extra: &[(&str, &str)]) -> LogManagerConfig {
     let mut props = vec![
-        ("log.dirs", dirs.as_str()),
         ("internal.segment.bytes", "300"),
         ("log.cleaner.dedupe.buffer.size", "2097152"),
         ("log.cleaner.io.buffer.size", "65536"),
     ];
     props.extend_from_slice(extra);
-    LogManagerConfig::from_props(props).unwrap()
+    manager_config(dirs, &props)
 }
 
 fn open_manager(dir: &Path, extra: &[(&str, &str)], clock: &Arc<ManualClock>, threads: bool) -> LogManager {
     let options = LogManagerOptions { clock: clock.clone(), start_scheduler: threads, ..LogManagerOptions::default() };
-    LogManager::open(manager_config(&[dir], extra), options).unwrap()
+    LogManager::open(cleaner_manager_config(&[dir], extra), options).unwrap()
 }
 
 fn managed(m: &LogManager, topic: &str, props: &[(&str, &str)]) -> Arc<UnifiedLog> {

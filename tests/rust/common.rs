@@ -1,5 +1,8 @@
-//! Helpers shared by the integration tests: building batches, decoding what a read returns,
-//! opening logs with a manual clock, and listing a directory.
+//! The integration tests' kit: building batches, decoding what a read returns, opening logs and
+//! log managers with a manual clock, file names, and listing a directory; the cleaner tests'
+//! helpers are in [`cleaner`]. A helper two test files need lives here, under one name.
+
+pub mod cleaner;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,7 +11,7 @@ use kafkalog::log::unified_log::{FetchIsolation, LogOpenOptions, UnifiedLog};
 use kafkalog::record::records::BatchIter;
 use kafkalog::record::{BatchBuilder, BatchHeader, CompressionType};
 use kafkalog::util::clock::{ManualClock, SharedClock};
-use kafkalog::LogConfig;
+use kafkalog::{LogConfig, LogManagerConfig};
 
 /// A wall-clock time for tests (2023-11-14), so timestamps near "now" pass the 1-hour
 /// `message.timestamp.after.max.ms` default.
@@ -121,6 +124,37 @@ pub fn offsets(bytes: &[u8]) -> Vec<i64> {
 /// A `LogConfig` from Kafka keys.
 pub fn config(props: &[(&str, &str)]) -> LogConfig {
     LogConfig::from_props(props.iter().copied()).expect("valid test config")
+}
+
+/// A `LogManagerConfig` over `dirs` (`log.dirs`) with the broker keys `props`.
+pub fn manager_config(dirs: &[&Path], props: &[(&str, &str)]) -> LogManagerConfig {
+    let dirs = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(",");
+    let mut all = vec![("log.dirs", dirs.as_str())];
+    all.extend_from_slice(props);
+    LogManagerConfig::from_props(all).expect("valid test broker config")
+}
+
+/// `<20-digit base><suffix>`: the name of a segment's file.
+pub fn segment_file_name(base: i64, suffix: &str) -> String {
+    format!("{base:020}{suffix}")
+}
+
+/// The base offsets of the log's segments.
+pub fn segment_bases(log: &UnifiedLog) -> Vec<i64> {
+    log.segments().iter().map(|s| s.base_offset()).collect()
+}
+
+/// The records `k = v<offset>` at `offsets`, each timestamped `T0 + offset`: what the tests
+/// that append one such record per offset read back.
+pub fn expected_records(offsets: std::ops::Range<i64>) -> Vec<Rec> {
+    offsets
+        .map(|i| Rec {
+            offset: i,
+            timestamp: T0 + i,
+            key: Some(b"k".to_vec()),
+            value: Some(format!("v{i}").into_bytes()),
+        })
+        .collect()
 }
 
 /// A temporary partition directory `topic-0` and a manual clock at [`T0`].

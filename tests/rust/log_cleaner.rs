@@ -18,95 +18,33 @@ use kafkalog::cleaner::log_to_clean::cleanable_offsets;
 use kafkalog::cleaner::offset_map::{hash_key, BYTES_PER_ENTRY};
 use kafkalog::cleaner::throttler::CHECK_INTERVAL;
 use kafkalog::cleaner::{
-    compact_log, group_segments_by_size, Cleaner, CleanerParams, CleanerStats, CompactOptions, LogToClean,
-    SkimpyOffsetMap, Throttler,
+    compact_log, group_segments_by_size, Cleaner, CleanerParams, CompactOptions, LogToClean, SkimpyOffsetMap, Throttler,
 };
 use kafkalog::error::Error;
 use kafkalog::log::unified_log::LogOpenOptions;
-use kafkalog::record::builder::write_end_txn_marker;
 use kafkalog::record::control::ControlRecordType;
 use kafkalog::record::legacy::{write_legacy_compressed, write_legacy_entry};
-use kafkalog::record::records::AnyBatch;
-use kafkalog::record::{BatchBuilder, BatchHeader, CompressionType};
+use kafkalog::record::{BatchHeader, CompressionType};
 use kafkalog::segment::log_segment::LogSegment;
 use kafkalog::util::fault::{inject, FaultOp};
 use kafkalog::{LogConfig, UnifiedLog};
 
-use crate::common::{batch, config, files_with_suffix, Fixture, RecSpec, T0};
+use crate::common::cleaner::{
+    active_base, all_batches, big_cleaner, compact_config, do_clean, keys_in_log, last_offsets_per_batch, new_cleaner,
+    open_shared, put, put_batch, put_int, put_marker, segment_batches, BatchView, Row,
+};
+use crate::common::{batch, files_with_suffix, segment_file_name, Fixture, RecSpec, T0};
 
 const DAY_MS: i64 = 86_400_000;
 
-// -- helpers -------------------------------------------------------------------------------------
+// -- helpers (the shared ones are in `common::cleaner`) --------------------------------------------
 
-/// `<20-digit base><suffix>`.
-pub(crate) fn name(base: i64, suffix: &str) -> String {
-    format!("{base:020}{suffix}")
-}
-
-/// A compacted topic's config with `props` on top.
-pub(crate) fn compact_config(props: &[(&str, &str)]) -> LogConfig {
-    let mut all = vec![("cleanup.policy", "compact"), ("file.delete.delay.ms", "0")];
-    all.extend_from_slice(props);
-    config(&all)
-}
-
-pub(crate) fn open(fx: &Fixture, cfg: &LogConfig) -> Arc<UnifiedLog> {
-    Arc::new(fx.open(cfg))
-}
-
-/// A cleaner whose map has `map_bytes` bytes (24 per slot) and whose read buffer is `io` bytes.
-fn cleaner_with(fx: &Fixture, map_bytes: usize, load_factor: f64, io: usize) -> Cleaner {
+/// A cleaner whose map has `map_bytes` bytes (24 per slot) filled to `load_factor`, and whose
+/// buffers start at `io` bytes and may grow to the broker's default limit for a large batch.
+fn growing_cleaner(fx: &Fixture, map_bytes: usize, load_factor: f64, io: usize) -> Cleaner {
     let params =
         CleanerParams { io_buffer_size: io, dedupe_buffer_load_factor: load_factor, ..CleanerParams::default() };
-    let map = SkimpyOffsetMap::new(map_bytes).expect("map");
-    Cleaner::new(0, map, params, Arc::new(Throttler::new(f64::MAX, CHECK_INTERVAL)), fx.shared_clock())
-        .expect("cleaner")
-}
-
-/// Kafka's `makeCleaner(Int.MaxValue)`: a map that never fills in these tests.
-fn big_cleaner(fx: &Fixture) -> Cleaner {
-    cleaner_with(fx, 1 << 20, 0.75, 64 * 1024)
-}
-
-/// Kafka's `cleaner.doClean(LogToClean(log, first_dirty, uncleanable), now)`.
-pub(crate) fn do_clean(
-    cleaner: &mut Cleaner,
-    log: &Arc<UnifiedLog>,
-    first_dirty: i64,
-    uncleanable: i64,
-    now: i64,
-) -> kafkalog::Result<(i64, CleanerStats)> {
-    let to_clean = LogToClean::new(log.clone(), first_dirty, uncleanable, false);
-    cleaner.do_clean(&to_clean, now, &|| Ok(()))
-}
-
-pub(crate) fn active_base(log: &UnifiedLog) -> i64 {
-    log.active_segment().expect("active segment").base_offset()
-}
-
-/// Appends one record at the log end as a follower (no validation: unkeyed records and old
-/// timestamps go in a compacted topic too); returns its offset.
-pub(crate) fn put(log: &UnifiedLog, key: Option<&[u8]>, value: Option<&[u8]>, timestamp: i64) -> i64 {
-    let offset = log.log_end_offset();
-    log.append_as_follower(&batch(offset, CompressionType::None, &[(key, value, timestamp)])).expect("append");
-    offset
-}
-
-/// Appends `key(i) = value(i)` for each `i` as one-record batches, keys and values decimal.
-pub(crate) fn put_int(log: &UnifiedLog, key: i64, value: i64) -> i64 {
-    put(log, Some(key.to_string().as_bytes()), Some(value.to_string().as_bytes()), T0)
-}
-
-/// One batch (any producer fields) appended as a follower at the log end.
-fn put_batch(log: &UnifiedLog, header: BatchHeader, records: &[RecSpec<'_>]) -> (i64, i64) {
-    let base = log.log_end_offset();
-    let mut b = BatchBuilder::new(BatchHeader { base_offset: base, ..header });
-    for (k, v, ts) in records {
-        b.append_next(*ts, *k, *v, &[]).unwrap();
-    }
-    let bytes = b.build().unwrap();
-    let info = log.append_as_follower(&bytes).unwrap();
-    (info.first_offset, info.last_offset)
+    new_cleaner(fx, map_bytes, params)
 }
 
 /// A transactional batch of `producer_id` (epoch 0) with keys `keys`, values = keys.
@@ -130,85 +68,8 @@ fn put_idempotent(log: &UnifiedLog, producer_id: i64, sequence: i32, key: i64, v
     put_batch(log, header, &[(Some(k.as_bytes()), Some(v.as_bytes()), T0)]).0
 }
 
-pub(crate) fn put_marker(log: &UnifiedLog, producer_id: i64, marker: ControlRecordType) -> i64 {
-    let offset = log.log_end_offset();
-    let mut out = Vec::new();
-    write_end_txn_marker(&mut out, offset, T0, 0, producer_id, 0, marker, 0).unwrap();
-    log.append_as_follower(&out).unwrap();
-    offset
-}
-
-/// A decoded record: (offset, timestamp, key, value).
-pub(crate) type Row = (i64, i64, Option<Vec<u8>>, Option<Vec<u8>>);
-
-/// What one batch of a segment looks like after a clean.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct BatchView {
-    pub(crate) base: i64,
-    pub(crate) last: i64,
-    pub(crate) magic: u8,
-    pub(crate) control: bool,
-    pub(crate) transactional: bool,
-    pub(crate) producer_id: i64,
-    pub(crate) base_sequence: i32,
-    pub(crate) codec: CompressionType,
-    pub(crate) horizon: Option<i64>,
-    /// (offset, timestamp, key, value)
-    pub(crate) records: Vec<Row>,
-}
-
-pub(crate) fn segment_batches(segment: &LogSegment) -> Vec<BatchView> {
-    let mut out = Vec::new();
-    let mut buf = Vec::new();
-    let mut scratch = Vec::new();
-    segment
-        .log()
-        .for_each_batch(0, segment.size(), &mut buf, |_, b| {
-            b.ensure_valid()?;
-            let mut records = Vec::new();
-            b.for_each_record(&mut scratch, |r| {
-                records.push((r.offset, r.timestamp, r.key.map(<[u8]>::to_vec), r.value.map(<[u8]>::to_vec)));
-                Ok(())
-            })?;
-            let (producer_id, base_sequence, horizon) = match &b {
-                AnyBatch::V2(v) => (v.producer_id(), v.base_sequence(), v.delete_horizon_ms()),
-                AnyBatch::Legacy(_) => (-1, -1, None),
-            };
-            out.push(BatchView {
-                base: b.base_offset()?,
-                last: b.last_offset(),
-                magic: b.magic(),
-                control: b.is_control(),
-                transactional: b.is_transactional(),
-                producer_id,
-                base_sequence,
-                codec: b.compression_type()?,
-                horizon,
-                records,
-            });
-            Ok(true)
-        })
-        .expect("scan segment");
-    out
-}
-
-pub(crate) fn all_batches(log: &UnifiedLog) -> Vec<BatchView> {
-    log.segments().iter().flat_map(|s| segment_batches(s)).collect()
-}
-
-/// Kafka's `keysInLog`: keys of the data records that have a value, as integers.
-pub(crate) fn keys_in_log(log: &UnifiedLog) -> Vec<i64> {
-    all_batches(log)
-        .iter()
-        .filter(|b| !b.control)
-        .flat_map(|b| b.records.iter())
-        .filter(|r| r.3.is_some())
-        .filter_map(|r| r.2.as_ref().map(|k| String::from_utf8_lossy(k).parse::<i64>().expect("integer key")))
-        .collect()
-}
-
-/// Kafka's `offsetsInLog`: offsets of every record (data and control) in the log.
-fn offsets_in_log(log: &UnifiedLog) -> Vec<i64> {
+/// Offsets of every record (data and control) in the log.
+fn record_offsets(log: &UnifiedLog) -> Vec<i64> {
     all_batches(log).iter().flat_map(|b| b.records.iter().map(|r| r.0)).collect()
 }
 
@@ -217,13 +78,8 @@ fn data_offsets(log: &UnifiedLog) -> Vec<i64> {
     all_batches(log).iter().filter(|b| !b.control).flat_map(|b| b.records.iter().map(|r| r.0)).collect()
 }
 
-/// Kafka's `lastOffsetsPerBatchInLog`.
-pub(crate) fn last_offsets_per_batch(log: &UnifiedLog) -> Vec<i64> {
-    all_batches(log).iter().map(|b| b.last).collect()
-}
-
 /// Every data record as (offset, key, value).
-pub(crate) type Kv = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
+type Kv = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
 fn records(log: &UnifiedLog) -> Vec<Kv> {
     all_batches(log)
         .into_iter()
@@ -262,7 +118,7 @@ fn temp_files(dir: &Path) -> Vec<String> {
 #[test]
 fn clean_segments() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
     for i in 0..60 {
         put_int(&log, i, i);
     }
@@ -288,7 +144,7 @@ fn clean_segments() {
 fn cleaning_with_deletes() {
     let fx = Fixture::new();
     let cfg = compact_config(&[("internal.segment.bytes", "1024"), ("delete.retention.ms", "1000")]);
-    let log = open(&fx, &cfg);
+    let log = open_shared(&fx, &cfg);
     while log.number_of_segments() < 2 {
         put_int(&log, log.log_end_offset(), log.log_end_offset());
     }
@@ -318,7 +174,7 @@ fn cleaning_with_deletes() {
 #[test]
 fn log_cleaner_stats() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
     for i in 0..80 {
         put_int(&log, i % 25, i);
     }
@@ -347,20 +203,20 @@ fn log_cleaner_stats() {
 #[test]
 fn partial_segment_clean() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
     for (k, v) in [(0, 0), (1, 1), (0, 0), (1, 1), (0, 0)] {
         put_int(&log, k, v);
     }
     log.roll().unwrap();
     // 2 slots x 0.75 = 1 key per pass.
-    let mut cleaner = cleaner_with(&fx, 2 * BYTES_PER_ENTRY, 0.75, 64 * 1024);
+    let mut cleaner = growing_cleaner(&fx, 2 * BYTES_PER_ENTRY, 0.75, 64 * 1024);
     assert_eq!(cleaner.map_capacity(), 1);
     let (end, _) = do_clean(&mut cleaner, &log, 2, active_base(&log), T0).unwrap();
-    assert_eq!((end, keys_in_log(&log), offsets_in_log(&log)), (3, vec![1, 0, 1, 0], vec![1, 2, 3, 4]));
+    assert_eq!((end, keys_in_log(&log), record_offsets(&log)), (3, vec![1, 0, 1, 0], vec![1, 2, 3, 4]));
     let (end, _) = do_clean(&mut cleaner, &log, 3, active_base(&log), T0).unwrap();
-    assert_eq!((end, keys_in_log(&log), offsets_in_log(&log)), (4, vec![0, 1, 0], vec![2, 3, 4]));
+    assert_eq!((end, keys_in_log(&log), record_offsets(&log)), (4, vec![0, 1, 0], vec![2, 3, 4]));
     let (end, _) = do_clean(&mut cleaner, &log, 4, active_base(&log), T0).unwrap();
-    assert_eq!((end, keys_in_log(&log), offsets_in_log(&log)), (5, vec![1, 0], vec![3, 4]));
+    assert_eq!((end, keys_in_log(&log), record_offsets(&log)), (5, vec![1, 0], vec![3, 4]));
 }
 
 /// The same through `compact_log`: a map of one key per pass reaches the result a large map
@@ -371,12 +227,12 @@ fn compact_log_with_a_one_key_map_matches_a_large_map() {
         .into_iter()
         .map(|(bytes, lf)| {
             let fx = Fixture::new();
-            let log = open(&fx, &compact_config(&[("internal.segment.bytes", "700")]));
+            let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "700")]));
             for i in 0..70 {
                 put_int(&log, (i * 7) % 9, i);
             }
             log.roll().unwrap();
-            let mut cleaner = cleaner_with(&fx, bytes, lf, 1024);
+            let mut cleaner = growing_cleaner(&fx, bytes, lf, 1024);
             let options = CompactOptions { first_dirty_offset: None, now_ms: Some(T0) };
             let result = compact_log(&mut cleaner, &log, &options, &|| Ok(())).unwrap();
             assert_eq!(result.end_offset, 70);
@@ -393,7 +249,7 @@ fn compact_log_with_a_one_key_map_matches_a_large_map() {
 #[test]
 fn cleaning_with_uncleanable_section() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
     let n = 10;
     while log.number_of_segments() <= 2 {
         put_int(&log, log.log_end_offset() % n, log.log_end_offset());
@@ -423,7 +279,7 @@ fn cleaning_with_uncleanable_section() {
 #[test]
 fn log_to_clean_accounting() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "100")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "100")]));
     for _ in 0..6 {
         put(&log, Some(b"1"), Some(&[0u8; 25]), T0);
     }
@@ -446,7 +302,7 @@ fn log_to_clean_accounting() {
 #[test]
 fn cleaning_with_unkeyed_messages() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
     while log.number_of_segments() < 2 {
         let o = log.log_end_offset().to_string();
         put(&log, None, Some(o.as_bytes()), T0);
@@ -469,7 +325,7 @@ fn cleaning_with_unkeyed_messages() {
 #[test]
 fn clean_segments_with_abort() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
     for i in 0..100 {
         put_int(&log, i % 10, i);
     }
@@ -499,7 +355,7 @@ fn clean_segments_with_abort() {
 #[test]
 fn truncation_during_a_clean_aborts_it() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
     for i in 0..100 {
         put_int(&log, i % 10, i);
     }
@@ -540,7 +396,7 @@ fn truncation_during_a_clean_aborts_it() {
 fn clean_segments_retaining_last_empty_batch() {
     let fx = Fixture::new();
     let cfg = compact_config(&[("internal.segment.bytes", "1024"), ("delete.retention.ms", "100")]);
-    let log = open(&fx, &cfg);
+    let log = open_shared(&fx, &cfg);
     while log.number_of_segments() < 4 {
         put(&log, Some(log.log_end_offset().to_string().as_bytes()), None, T0);
     }
@@ -571,7 +427,7 @@ fn assert_in_order(groups: &[Vec<Arc<LogSegment>>]) {
 #[test]
 fn segment_grouping() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "300"), ("index.interval.bytes", "1")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "300"), ("index.interval.bytes", "1")]));
     while log.number_of_segments() < 10 {
         put(&log, Some(b"hello"), Some(b"hello"), T0);
     }
@@ -604,7 +460,7 @@ fn segment_grouping() {
 #[test]
 fn segment_grouping_with_sparse_offsets() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "400")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "400")]));
     // Fill the first segment so that the next batch rolls.
     while log.segments()[0].size() + 2 * 75 <= 400 {
         put(&log, Some(b"hello"), Some(b"hello"), T0);
@@ -648,7 +504,7 @@ fn segment_grouping_with_sparse_offsets() {
 #[test]
 fn segment_grouping_with_sparse_offsets_and_empty_segments() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
     let span = i64::from(i32::MAX) + 1;
     for i in 0..3 {
         put(&log, Some(b"key"), Some(b"val"), T0);
@@ -682,7 +538,7 @@ fn segment_grouping_with_sparse_offsets_and_empty_segments() {
 #[test]
 fn build_offset_map() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
     for i in 0..500 {
         put_int(&log, i, i);
     }
@@ -703,13 +559,13 @@ fn build_offset_map() {
 #[test]
 fn build_partial_offset_map() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
     for i in 0..10 {
         put_int(&log, i, i);
     }
     log.roll().unwrap();
     // 4 slots x 0.75: three keys per pass.
-    let mut cleaner = cleaner_with(&fx, 4 * BYTES_PER_ENTRY, 0.75, 64 * 1024);
+    let mut cleaner = growing_cleaner(&fx, 4 * BYTES_PER_ENTRY, 0.75, 64 * 1024);
     let (end, stats) = do_clean(&mut cleaner, &log, 2, active_base(&log), T0).unwrap();
     assert_eq!(end, 5, "keys 2, 3, 4 mapped");
     assert_eq!(cleaner.offset_map().size(), 3);
@@ -719,12 +575,12 @@ fn build_partial_offset_map() {
     assert_eq!(stats.map_messages_read, 5);
     // Several records per batch: the map fills mid-batch.
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[]));
+    let log = open_shared(&fx, &compact_config(&[]));
     let values: Vec<String> = (0..10).map(|i| i.to_string()).collect();
     let specs: Vec<RecSpec<'_>> = values.iter().map(|v| (Some(v.as_bytes()), Some(v.as_bytes()), T0)).collect();
     log.append_as_follower(&batch(0, CompressionType::Lz4, &specs)).unwrap();
     log.roll().unwrap();
-    let mut cleaner = cleaner_with(&fx, 4 * BYTES_PER_ENTRY, 0.75, 64 * 1024);
+    let mut cleaner = growing_cleaner(&fx, 4 * BYTES_PER_ENTRY, 0.75, 64 * 1024);
     let (end, _) = do_clean(&mut cleaner, &log, 0, active_base(&log), T0).unwrap();
     assert_eq!(end, 3, "stopped inside the batch");
     assert_eq!(keys_in_log(&log), (0..10).collect::<Vec<_>>());
@@ -806,7 +662,7 @@ fn cleaner_refuses_a_map_too_small_for_one_key() {
 #[test]
 fn clean_tombstone_with_an_old_timestamp() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("delete.retention.ms", "86400000")]));
+    let log = open_shared(&fx, &compact_config(&[("delete.retention.ms", "86400000")]));
     put(&log, Some(b"0"), Some(b"0"), 1);
     put(&log, Some(b"0"), None, 2);
     put(&log, Some(b"1"), Some(b"1"), 3);
@@ -820,16 +676,16 @@ fn clean_tombstone_with_an_old_timestamp() {
     assert_eq!(tomb[0].horizon, Some(now + DAY_MS));
     assert_eq!(tomb[0].records[0].1, 2, "the record keeps its timestamp under the horizon");
     do_clean(&mut cleaner, &log, 0, active_base(&log), now + DAY_MS - 1).unwrap();
-    assert_eq!(offsets_in_log(&log), vec![1, 2]);
+    assert_eq!(record_offsets(&log), vec![1, 2]);
     do_clean(&mut cleaner, &log, 0, active_base(&log), now + DAY_MS).unwrap();
-    assert_eq!(offsets_in_log(&log), vec![2]);
+    assert_eq!(record_offsets(&log), vec![2]);
 }
 
 /// testCleaningBeyondMissingOffsets: the end offset passes offset gaps at segment ends.
 #[test]
 fn cleaning_beyond_missing_offsets() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[]));
+    let log = open_shared(&fx, &compact_config(&[]));
     for i in 0..10 {
         put_int(&log, i, i);
     }
@@ -845,7 +701,7 @@ fn cleaning_beyond_missing_offsets() {
     // A gap at the end of a segment, made by an earlier clean removing its last record: the
     // segments are too big to share a group, so the gap stays.
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "300")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "300")]));
     for (k, v) in [(1, 0), (2, 1), (3, 2), (4, 3)] {
         put_int(&log, k, v);
     }
@@ -868,7 +724,7 @@ fn cleaning_beyond_missing_offsets() {
 fn size_trimmed_for_preallocated_and_compacted_topic() {
     let fx = Fixture::new();
     let cfg = compact_config(&[("internal.segment.bytes", "4096"), ("preallocate", "true")]);
-    let log = open(&fx, &cfg);
+    let log = open_shared(&fx, &cfg);
     for i in 0..30 {
         put_int(&log, i % 5, i);
     }
@@ -895,7 +751,7 @@ fn concurrent_segment_deletion(file_delete_delay_ms: &str) {
         ("cleanup.policy", "compact,delete"),
         ("file.delete.delay.ms", file_delete_delay_ms),
     ]);
-    let log = open(&fx, &cfg);
+    let log = open_shared(&fx, &cfg);
     while log.number_of_segments() < 3 {
         put_int(&log, 0, log.log_end_offset());
         log.roll().unwrap();
@@ -952,7 +808,7 @@ fn clean_segments_with_concurrent_segment_deletion_and_no_delete_delay() {
 fn recovery_after_crash_at_each_step_of_the_swap() {
     let cfg = compact_config(&[("internal.segment.bytes", "4096"), ("delete.retention.ms", "1000")]);
     let build = |fx: &Fixture| {
-        let log = open(fx, &cfg);
+        let log = open_shared(fx, &cfg);
         for s in 0..4 {
             for i in 0..6 {
                 let o = s * 6 + i;
@@ -971,17 +827,17 @@ fn recovery_after_crash_at_each_step_of_the_swap() {
     let after = records(&log);
     assert_ne!(before, after);
     let steps: Vec<(FaultOp, String)> = vec![
-        (FaultOp::Open, name(0, ".log.cleaned")),
-        (FaultOp::Write, name(0, ".log.cleaned")),
-        (FaultOp::Fsync, name(0, ".log.cleaned")),
-        (FaultOp::Rename, name(0, ".log.cleaned")),
-        (FaultOp::Rename, name(0, ".timeindex.cleaned")),
-        (FaultOp::Rename, name(0, ".log")),
-        (FaultOp::Rename, name(12, ".log")),
-        (FaultOp::Rename, name(18, ".index")),
-        (FaultOp::Rename, name(0, ".log.swap")),
-        (FaultOp::Rename, name(0, ".timeindex.swap")),
-        (FaultOp::Delete, name(6, ".log.deleted")),
+        (FaultOp::Open, segment_file_name(0, ".log.cleaned")),
+        (FaultOp::Write, segment_file_name(0, ".log.cleaned")),
+        (FaultOp::Fsync, segment_file_name(0, ".log.cleaned")),
+        (FaultOp::Rename, segment_file_name(0, ".log.cleaned")),
+        (FaultOp::Rename, segment_file_name(0, ".timeindex.cleaned")),
+        (FaultOp::Rename, segment_file_name(0, ".log")),
+        (FaultOp::Rename, segment_file_name(12, ".log")),
+        (FaultOp::Rename, segment_file_name(18, ".index")),
+        (FaultOp::Rename, segment_file_name(0, ".log.swap")),
+        (FaultOp::Rename, segment_file_name(0, ".timeindex.swap")),
+        (FaultOp::Delete, segment_file_name(6, ".log.deleted")),
     ];
     for (op, file) in steps {
         let fx = Fixture::new();
@@ -1003,7 +859,7 @@ fn recovery_after_crash_at_each_step_of_the_swap() {
 /// The log a failed swap leaves open: still open, not reopened.
 fn half_swapped(fx: &Fixture, cfg: &LogConfig, fail: &str) -> (Arc<UnifiedLog>, Vec<Kv>, Vec<Kv>) {
     let build = |fx: &Fixture| {
-        let log = open(fx, cfg);
+        let log = open_shared(fx, cfg);
         for i in 0..24 {
             put_int(&log, i % 5, i);
             if i % 6 == 5 {
@@ -1031,7 +887,7 @@ fn half_swapped(fx: &Fixture, cfg: &LogConfig, fail: &str) -> (Arc<UnifiedLog>, 
 #[test]
 fn retried_clean_after_a_failed_swap_loses_nothing() {
     let cfg = compact_config(&[("internal.segment.bytes", "4096")]);
-    for fail in [name(0, ".log.swap"), name(0, ".log"), name(6, ".log")] {
+    for fail in [segment_file_name(0, ".log.swap"), segment_file_name(0, ".log"), segment_file_name(6, ".log")] {
         let fx = Fixture::new();
         let (log, before, after) = half_swapped(&fx, &cfg, &fail);
         let _ = do_clean(&mut big_cleaner(&fx), &log, 0, 24, T0);
@@ -1050,7 +906,7 @@ fn retried_clean_after_a_failed_swap_loses_nothing() {
 fn open_log_after_a_half_done_swap_reads_before_or_after() {
     let cfg = compact_config(&[("internal.segment.bytes", "4096")]);
     let fx = Fixture::new();
-    let (log, before, after) = half_swapped(&fx, &cfg, &name(0, ".log"));
+    let (log, before, after) = half_swapped(&fx, &cfg, &segment_file_name(0, ".log"));
     let got = crate::common::scan_all(&log, 0).map(|recs| {
         recs.into_iter()
             .filter(|r| r.value.is_some() || r.key.is_some())
@@ -1072,13 +928,13 @@ fn open_log_after_a_half_done_swap_reads_before_or_after() {
 #[test]
 fn batch_larger_than_the_io_buffer() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("max.message.bytes", "2000")]));
+    let log = open_shared(&fx, &compact_config(&[("max.message.bytes", "2000")]));
     let big = vec![7u8; 50_000];
     put(&log, Some(b"a"), Some(&big), T0);
     put(&log, Some(b"b"), Some(b"small"), T0);
     put(&log, Some(b"a"), Some(&big[..30_000]), T0);
     log.roll().unwrap();
-    let mut cleaner = cleaner_with(&fx, 1 << 16, 0.9, 64);
+    let mut cleaner = growing_cleaner(&fx, 1 << 16, 0.9, 64);
     let (end, stats) = do_clean(&mut cleaner, &log, 0, active_base(&log), T0).unwrap();
     assert_eq!(end, 3);
     assert_eq!(data_offsets(&log), vec![1, 2]);
@@ -1092,7 +948,7 @@ fn batch_larger_than_the_io_buffer() {
 fn corrupt_batch_size_names_file_and_position() {
     let fx = Fixture::new();
     let cfg = compact_config(&[("max.message.bytes", "1000")]);
-    let log = open(&fx, &cfg);
+    let log = open_shared(&fx, &cfg);
     for i in 0..5 {
         put_int(&log, i, i);
     }
@@ -1113,15 +969,15 @@ fn corrupt_batch_size_names_file_and_position() {
     // Declare a 5000-byte batch at the fourth batch's position.
     {
         use std::os::unix::fs::FileExt;
-        let f = std::fs::OpenOptions::new().write(true).open(fx.dir.join(name(0, ".log"))).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(fx.dir.join(segment_file_name(0, ".log"))).unwrap();
         f.write_all_at(&(5000i32 - 12).to_be_bytes(), second_last + 8).unwrap();
     }
     let options = LogOpenOptions { had_clean_shutdown: true, recovery_point: Some(7), ..fx.options() };
     let log = Arc::new(UnifiedLog::open(&fx.dir, cfg, options).unwrap());
-    let mut cleaner = cleaner_with(&fx, 1 << 16, 0.9, 1000);
+    let mut cleaner = growing_cleaner(&fx, 1 << 16, 0.9, 1000);
     let err = do_clean(&mut cleaner, &log, 0, active_base(&log), T0).expect_err("corrupt size");
     let message = err.to_string();
-    let path = fx.dir.join(name(0, ".log")).display().to_string();
+    let path = fx.dir.join(segment_file_name(0, ".log")).display().to_string();
     assert!(matches!(err, Error::CorruptRecord { .. }), "{err:?}");
     assert!(message.contains(&path) && message.contains(&second_last.to_string()), "{message}");
 }
@@ -1137,7 +993,7 @@ fn every_codec_is_kept() {
         CompressionType::Zstd,
     ] {
         let fx = Fixture::new();
-        let log = open(&fx, &compact_config(&[]));
+        let log = open_shared(&fx, &compact_config(&[]));
         let keys: Vec<String> = (0..20).map(|i| (i % 6).to_string()).collect();
         let values: Vec<String> = (0..20).map(|i| format!("value-{i}")).collect();
         for chunk in 0..4 {
@@ -1163,7 +1019,7 @@ fn every_codec_is_kept() {
 fn legacy_batches_are_cleaned_into_v2() {
     use kafkalog::config::TimestampType::CreateTime;
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[]));
+    let log = open_shared(&fx, &compact_config(&[]));
     let mut raw = Vec::new();
     write_legacy_entry(&mut raw, 0, 0, -1, CreateTime, Some(b"a"), Some(b"a0")).unwrap();
     write_legacy_entry(&mut raw, 1, 1, T0 + 1, CreateTime, Some(b"b"), Some(b"b1")).unwrap();
@@ -1217,7 +1073,7 @@ fn legacy_batches_are_cleaned_into_v2() {
 #[test]
 fn basic_transaction_aware_cleaning() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[]));
+    let log = open_shared(&fx, &compact_config(&[]));
     put_txn(&log, 1, 0, &[1, 2]); // 0, 1
     put_txn(&log, 2, 0, &[2, 3]); // 2, 3
     put_txn(&log, 1, 2, &[3, 4]); // 4, 5
@@ -1228,7 +1084,7 @@ fn basic_transaction_aware_cleaning() {
     log.roll().unwrap();
     do_clean(&mut big_cleaner(&fx), &log, 0, active_base(&log), T0 + 1000).unwrap();
     assert_eq!(keys_in_log(&log), vec![3, 2]);
-    assert_eq!(offsets_in_log(&log), vec![3, 6, 7, 8, 9]);
+    assert_eq!(record_offsets(&log), vec![3, 6, 7, 8, 9]);
 }
 
 /// testCommitMarkerRemoval: once its data is gone, a COMMIT marker is stamped with a horizon
@@ -1236,7 +1092,7 @@ fn basic_transaction_aware_cleaning() {
 #[test]
 fn commit_marker_removal() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("delete.retention.ms", "1000")]));
+    let log = open_shared(&fx, &compact_config(&[("delete.retention.ms", "1000")]));
     put_txn(&log, 1, 0, &[1]); // 0
     put_marker(&log, 1, ControlRecordType::Commit); // 1
     put_int(&log, 1, 11); // 2 supersedes 0
@@ -1246,14 +1102,14 @@ fn commit_marker_removal() {
     let now = T0 + 2 * DAY_MS;
     let mut cleaner = big_cleaner(&fx);
     do_clean(&mut cleaner, &log, 0, active_base(&log), now).unwrap();
-    assert_eq!(offsets_in_log(&log), vec![1, 2, 3], "data of the transaction seen in this pass: marker kept");
+    assert_eq!(record_offsets(&log), vec![1, 2, 3], "data of the transaction seen in this pass: marker kept");
     do_clean(&mut cleaner, &log, 0, active_base(&log), now).unwrap();
     let marker = all_batches(&log).into_iter().find(|b| b.control).expect("marker still there");
     assert_eq!(marker.horizon, Some(now + 1000), "no data left: the marker gets a horizon");
     do_clean(&mut cleaner, &log, 0, active_base(&log), now + 999).unwrap();
-    assert_eq!(offsets_in_log(&log), vec![1, 2, 3]);
+    assert_eq!(record_offsets(&log), vec![1, 2, 3]);
     do_clean(&mut cleaner, &log, 0, active_base(&log), now + 1000).unwrap();
-    assert_eq!(offsets_in_log(&log), vec![2, 3]);
+    assert_eq!(record_offsets(&log), vec![2, 3]);
 }
 
 /// testAbortMarkerRemoval: aborted data goes in the first clean (the marker stays, its
@@ -1261,7 +1117,7 @@ fn commit_marker_removal() {
 #[test]
 fn abort_marker_removal() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("delete.retention.ms", "1000")]));
+    let log = open_shared(&fx, &compact_config(&[("delete.retention.ms", "1000")]));
     put_txn(&log, 1, 0, &[1, 2]); // 0, 1
     put_marker(&log, 1, ControlRecordType::Abort); // 2
     put_int(&log, 3, 3); // 3
@@ -1270,18 +1126,19 @@ fn abort_marker_removal() {
     let now = T0 + 2 * DAY_MS;
     let mut cleaner = big_cleaner(&fx);
     do_clean(&mut cleaner, &log, 0, active_base(&log), now).unwrap();
-    assert_eq!(offsets_in_log(&log), vec![2, 3, 4], "aborted data removed, its marker kept");
+    assert_eq!(record_offsets(&log), vec![2, 3, 4], "aborted data removed, its marker kept");
     // The cleaned segment's transaction index keeps the aborted transaction (34-byte entry:
     // version, producer id, first offset, last offset, last stable offset).
-    let index = std::fs::read(fx.dir.join(name(0, ".txnindex"))).expect("a .txnindex for the cleaned segment");
+    let index =
+        std::fs::read(fx.dir.join(segment_file_name(0, ".txnindex"))).expect("a .txnindex for the cleaned segment");
     assert_eq!(index.len(), 34);
     let long = |at: usize| i64::from_be_bytes(index[at..at + 8].try_into().unwrap());
     assert_eq!((&index[..2], long(2), long(10), long(18), long(26)), (&[0u8, 0][..], 1, 0, 2, 3));
     do_clean(&mut cleaner, &log, 0, active_base(&log), now).unwrap();
     assert_eq!(all_batches(&log)[0].horizon, Some(now + 1000));
     do_clean(&mut cleaner, &log, 0, active_base(&log), now + 1000).unwrap();
-    assert_eq!(offsets_in_log(&log), vec![3, 4]);
-    let index = std::fs::read(fx.dir.join(name(0, ".txnindex"))).unwrap_or_default();
+    assert_eq!(record_offsets(&log), vec![3, 4]);
+    let index = std::fs::read(fx.dir.join(segment_file_name(0, ".txnindex"))).unwrap_or_default();
     assert!(index.is_empty(), "marker gone: no aborted transaction left in the index");
 }
 
@@ -1293,7 +1150,7 @@ fn abort_marker_removal() {
 fn recovery_after_crash_with_transaction_indexes() {
     let cfg = compact_config(&[("internal.segment.bytes", "4096")]);
     let build = |fx: &Fixture| {
-        let log = open(fx, &cfg);
+        let log = open_shared(fx, &cfg);
         put_txn(&log, 1, 0, &[1, 2]); // 0, 1
         put_marker(&log, 1, ControlRecordType::Abort); // 2
         for i in 3..9 {
@@ -1306,7 +1163,7 @@ fn recovery_after_crash_with_transaction_indexes() {
         log.roll().unwrap();
         let mut cleaner = big_cleaner(fx);
         do_clean(&mut cleaner, &log, 0, active_base(&log), T0 + 1000).unwrap();
-        assert!(fx.dir.join(name(0, ".txnindex")).exists(), "the first clean wrote the index");
+        assert!(fx.dir.join(segment_file_name(0, ".txnindex")).exists(), "the first clean wrote the index");
         for i in 15..21 {
             put_int(&log, i % 4, i);
         }
@@ -1320,15 +1177,15 @@ fn recovery_after_crash_with_transaction_indexes() {
     let upper = active_base(&log);
     do_clean(&mut big_cleaner(&reference), &log, 0, upper, T0 + 1000).unwrap();
     let after = records(&log);
-    let index_after = std::fs::read(reference.dir.join(name(0, ".txnindex"))).unwrap();
+    let index_after = std::fs::read(reference.dir.join(segment_file_name(0, ".txnindex"))).unwrap();
     assert_eq!(index_after.len(), 34);
     assert_ne!(before, after);
     let steps = [
-        (FaultOp::Rename, name(0, ".txnindex.cleaned")),
-        (FaultOp::Rename, name(0, ".txnindex")),
-        (FaultOp::Rename, name(0, ".txnindex.swap")),
-        (FaultOp::Rename, name(0, ".log.swap")),
-        (FaultOp::Write, name(0, ".txnindex.cleaned")),
+        (FaultOp::Rename, segment_file_name(0, ".txnindex.cleaned")),
+        (FaultOp::Rename, segment_file_name(0, ".txnindex")),
+        (FaultOp::Rename, segment_file_name(0, ".txnindex.swap")),
+        (FaultOp::Rename, segment_file_name(0, ".log.swap")),
+        (FaultOp::Write, segment_file_name(0, ".txnindex.cleaned")),
     ];
     for (op, file) in steps {
         let fx = Fixture::new();
@@ -1344,7 +1201,7 @@ fn recovery_after_crash_with_transaction_indexes() {
         assert_eq!(temp_files(&fx.dir), Vec::<String>::new(), "{op} {file}");
         let got = records(&reopened);
         assert!(got == before || got == after, "{op} {file}: neither before nor after: {got:?}");
-        let index = std::fs::read(fx.dir.join(name(0, ".txnindex"))).expect("the index survives");
+        let index = std::fs::read(fx.dir.join(segment_file_name(0, ".txnindex"))).expect("the index survives");
         assert_eq!(index, index_after, "{op} {file}: the aborted transaction stays indexed");
     }
 }
@@ -1354,7 +1211,7 @@ fn recovery_after_crash_with_transaction_indexes() {
 #[test]
 fn undecided_transactional_data_is_not_cleanable() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[]));
+    let log = open_shared(&fx, &compact_config(&[]));
     for i in 0..5 {
         put_int(&log, i % 2, i);
     }
@@ -1379,7 +1236,7 @@ fn undecided_transactional_data_is_not_cleanable() {
 #[test]
 fn log_cleaner_retains_producer_last_sequence() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[]));
+    let log = open_shared(&fx, &compact_config(&[]));
     put_int(&log, 0, 0); // 0
     put_idempotent(&log, 1, 0, 0, 1); // 1
     put_idempotent(&log, 2, 0, 0, 2); // 2
@@ -1391,7 +1248,7 @@ fn log_cleaner_retains_producer_last_sequence() {
     let batches = all_batches(&log);
     assert_eq!((batches[0].producer_id, batches[0].base_sequence, batches[0].records.len()), (1, 0, 0));
     assert_eq!(keys_in_log(&log), vec![0, 1]);
-    assert_eq!(offsets_in_log(&log), vec![3, 4]);
+    assert_eq!(record_offsets(&log), vec![3, 4]);
 }
 
 /// testLogCleanerRetainsLastSequenceEvenIfTransactionAborted: an aborted batch that is its
@@ -1399,7 +1256,7 @@ fn log_cleaner_retains_producer_last_sequence() {
 #[test]
 fn log_cleaner_retains_last_sequence_even_if_transaction_aborted() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[]));
+    let log = open_shared(&fx, &compact_config(&[]));
     put_txn(&log, 1, 0, &[0]); // 0
     put_marker(&log, 1, ControlRecordType::Abort); // 1
     put_int(&log, 2, 2); // 2
@@ -1408,7 +1265,7 @@ fn log_cleaner_retains_last_sequence_even_if_transaction_aborted() {
     assert_eq!(last_offsets_per_batch(&log), vec![0, 1, 2]);
     let batches = all_batches(&log);
     assert!(batches[0].records.is_empty() && batches[0].transactional && batches[0].producer_id == 1);
-    assert_eq!(offsets_in_log(&log), vec![1, 2]);
+    assert_eq!(record_offsets(&log), vec![1, 2]);
 }
 
 /// testCleanEmptyControlBatch: a log holding an empty control batch cleans without error and
@@ -1416,7 +1273,7 @@ fn log_cleaner_retains_last_sequence_even_if_transaction_aborted() {
 #[test]
 fn clean_empty_control_batch() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("delete.retention.ms", "1000")]));
+    let log = open_shared(&fx, &compact_config(&[("delete.retention.ms", "1000")]));
     put_marker(&log, 1, ControlRecordType::Commit); // 0: a marker with no data
     put_int(&log, 2, 2); // 1
     put_int(&log, 3, 3); // 2
@@ -1443,7 +1300,7 @@ fn clean_empty_control_batch() {
 #[test]
 fn compact_log_from_the_checkpoint() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
     for i in 0..50 {
         put_int(&log, i % 7, i);
     }

@@ -22,44 +22,24 @@ use std::path::Path;
 use std::sync::Arc;
 
 use kafkalog::cleaner::offset_map::BYTES_PER_ENTRY;
-use kafkalog::cleaner::throttler::CHECK_INTERVAL;
-use kafkalog::cleaner::{group_segments_by_size, Cleaner, CleanerParams, SkimpyOffsetMap, Throttler};
+use kafkalog::cleaner::{group_segments_by_size, Cleaner};
 use kafkalog::config::TimestampType;
 use kafkalog::error::Error;
 use kafkalog::log::unified_log::LogOpenOptions;
 use kafkalog::record::control::ControlRecordType;
 use kafkalog::record::legacy::write_legacy_entry;
-use kafkalog::record::{BatchBuilder, BatchHeader, CompressionType};
+use kafkalog::record::{BatchHeader, CompressionType};
 use kafkalog::{LogConfig, UnifiedLog};
 
-use crate::common::{batch, capture_log, decode, files_with_suffix, lines_at, Fixture, RecSpec, T0};
-use crate::log_cleaner::{
-    active_base, all_batches, compact_config, do_clean, keys_in_log, last_offsets_per_batch, name, open, put, put_int,
-    put_marker, segment_batches,
+use crate::common::cleaner::{
+    active_base, all_batches, big_cleaner, compact_config, do_clean, keys_in_log, last_offsets_per_batch, make_cleaner,
+    offsets_in_log, open_shared, put, put_batch, put_int, put_marker, segment_batches,
 };
+use crate::common::{batch, capture_log, decode, files_with_suffix, lines_at, segment_file_name, Fixture, RecSpec, T0};
 
 const MAX: i64 = i32::MAX as i64;
 
-// -- helpers (copied from log_cleaner.rs, plus Kafka's producer appenders) -----------------------
-
-/// A cleaner whose map has `map_bytes` bytes and whose buffers start at `io` bytes and may
-/// grow to `max_io` (Kafka's `maxIoBufferSize`, the broker's message.max.bytes).
-fn cleaner_with(fx: &Fixture, map_bytes: usize, io: usize, max_io: usize) -> Cleaner {
-    let params = CleanerParams {
-        io_buffer_size: io,
-        max_io_buffer_size: max_io,
-        dedupe_buffer_load_factor: 0.75,
-        ..CleanerParams::default()
-    };
-    let map = SkimpyOffsetMap::new(map_bytes).expect("map");
-    Cleaner::new(0, map, params, Arc::new(Throttler::new(f64::MAX, CHECK_INTERVAL)), fx.shared_clock())
-        .expect("cleaner")
-}
-
-/// Kafka's `makeCleaner(Int.MaxValue)`.
-fn big_cleaner(fx: &Fixture) -> Cleaner {
-    cleaner_with(fx, 1 << 20, 64 * 1024, 64 * 1024)
-}
+// -- helpers (the shared ones are in `common::cleaner`; Kafka's producer appenders) --------------
 
 /// Kafka's `runTwoPassClean`: a clean at `now`, then one past the delete horizon it stamped.
 fn two_pass_clean(cleaner: &mut Cleaner, log: &Arc<UnifiedLog>, first_dirty: i64, now: i64) -> i64 {
@@ -100,17 +80,8 @@ impl Producer {
             ..BatchHeader::default()
         };
         self.sequence += keys.len() as i32;
-        append_built(log, header, &specs)
+        put_batch(log, header, &specs)
     }
-}
-
-fn append_built(log: &UnifiedLog, header: BatchHeader, specs: &[RecSpec<'_>]) -> (i64, i64) {
-    let mut b = BatchBuilder::new(header);
-    for (k, v, ts) in specs {
-        b.append_next(*ts, *k, *v, &[]).unwrap();
-    }
-    let info = log.append_as_follower(&b.build().unwrap()).unwrap();
-    (info.first_offset, info.last_offset)
 }
 
 fn commit(log: &UnifiedLog, producer_id: i64) -> i64 {
@@ -119,16 +90,6 @@ fn commit(log: &UnifiedLog, producer_id: i64) -> i64 {
 
 fn abort(log: &UnifiedLog, producer_id: i64) -> i64 {
     put_marker(log, producer_id, ControlRecordType::Abort)
-}
-
-/// Kafka's `offsetsInLog`: offsets of the records (data and control) with a key and a value.
-fn offsets_in_log(log: &UnifiedLog) -> Vec<i64> {
-    all_batches(log)
-        .iter()
-        .flat_map(|b| b.records.iter())
-        .filter(|r| r.2.is_some() && r.3.is_some())
-        .map(|r| r.0)
-        .collect()
 }
 
 /// Kafka's `batchBaseOffsetsInLog`.
@@ -182,7 +143,7 @@ fn txn_config(segment_bytes: &str) -> LogConfig {
 fn duplicate_check_after_cleaning_keeps_last_sequences() {
     let fx = Fixture::new();
     let cfg = compact_config(&[("internal.segment.bytes", "2048")]);
-    let mut log = open(&fx, &cfg);
+    let mut log = open_shared(&fx, &cfg);
     let (mut p1, mut p2, mut p3, mut p4) =
         (Producer::idempotent(1), Producer::idempotent(2), Producer::idempotent(3), Producer::idempotent(4));
     p1.append(&log, &[1, 2, 3]); // 0..2
@@ -200,7 +161,7 @@ fn duplicate_check_after_cleaning_keeps_last_sequences() {
     check(&log);
     log.close().unwrap();
     drop(log);
-    log = open(&fx, &cfg);
+    log = open_shared(&fx, &cfg);
     check(&log);
 
     p4.append(&log, &[2]); // 8
@@ -214,7 +175,7 @@ fn duplicate_check_after_cleaning_keeps_last_sequences() {
     assert_eq!((first.producer_id, first.base_sequence, first.base, first.last, first.records.len()), (1, 0, 0, 2, 0));
     log.close().unwrap();
     drop(log);
-    let log = open(&fx, &cfg);
+    let log = open_shared(&fx, &cfg);
     assert_eq!(last_sequences(&log), BTreeMap::from([(1, 2), (2, 2), (3, 1), (4, 0)]));
 }
 
@@ -228,7 +189,7 @@ fn duplicate_check_after_cleaning_keeps_last_sequences() {
 fn multi_pass_segment_cleaning_with_aborted_transactions() {
     let fx = Fixture::new();
     let cfg = compact_config(&[("delete.retention.ms", "50000")]);
-    let log = open(&fx, &cfg);
+    let log = open_shared(&fx, &cfg);
     let (mut p1, mut p2) = (Producer::transactional(1), Producer::transactional(2));
     p1.append(&log, &[1, 2]); // [0, 1]
     p2.append(&log, &[2, 3]); // [2, 3]
@@ -247,7 +208,7 @@ fn multi_pass_segment_cleaning_with_aborted_transactions() {
     assert_eq!(log.log_end_offset(), 20);
 
     // Kafka's FakeOffsetMap(4) with load factor 0.75: three keys per pass.
-    let mut cleaner = cleaner_with(&fx, 4 * BYTES_PER_ENTRY, 64 * 1024, 64 * 1024);
+    let mut cleaner = make_cleaner(&fx, 4 * BYTES_PER_ENTRY, 64 * 1024);
     assert_eq!(cleaner.map_capacity(), 3);
     let mut dirty = 0;
     let mut clean = |now: i64| {
@@ -277,7 +238,7 @@ fn multi_pass_segment_cleaning_with_aborted_transactions() {
 #[test]
 fn clean_with_transactions_spanning_segments() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
     let (mut p1, mut p2, mut p3) = (Producer::transactional(1), Producer::transactional(2), Producer::transactional(3));
     p1.append(&log, &[1, 2]);
     p3.append(&log, &[2, 3]);
@@ -308,7 +269,7 @@ fn clean_with_transactions_spanning_segments() {
 #[test]
 fn commit_marker_retention_with_empty_batch() {
     let fx = Fixture::new();
-    let log = open(&fx, &txn_config("256"));
+    let log = open_shared(&fx, &txn_config("256"));
     let (mut p1, mut p2) = (Producer::transactional(1), Producer::transactional(2));
     p1.append(&log, &[2, 3]); // 0, 1
     log.roll().unwrap();
@@ -353,7 +314,7 @@ fn commit_marker_retention_with_empty_batch() {
 #[test]
 fn committed_transaction_spanning_segments() {
     let fx = Fixture::new();
-    let log = open(&fx, &txn_config("128"));
+    let log = open_shared(&fx, &txn_config("128"));
     Producer::transactional(1).append(&log, &[1]);
     log.roll().unwrap();
     commit(&log, 1);
@@ -369,7 +330,7 @@ fn committed_transaction_spanning_segments() {
 #[test]
 fn aborted_transaction_spanning_segments() {
     let fx = Fixture::new();
-    let log = open(&fx, &txn_config("128"));
+    let log = open_shared(&fx, &txn_config("128"));
     Producer::transactional(1).append(&log, &[1]);
     log.roll().unwrap();
     abort(&log, 1);
@@ -396,7 +357,7 @@ fn deleted_batches_with_no_messages_read() {
         ("internal.segment.bytes", "1000"),
         ("delete.retention.ms", "1000"),
     ]);
-    let log = open(&fx, &cfg);
+    let log = open_shared(&fx, &cfg);
     let mut p = Producer::transactional(1);
     p.append(&log, &[1]); // 0
     abort(&log, 1); // 1
@@ -404,7 +365,7 @@ fn deleted_batches_with_no_messages_read() {
     p.append(&log, &[2]); // 3
     commit(&log, 1); // 4
     log.roll().unwrap();
-    let mut cleaner = cleaner_with(&fx, 1 << 20, 100, 100);
+    let mut cleaner = make_cleaner(&fx, 1 << 20, 100);
     do_clean(&mut cleaner, &log, 0, active_base(&log), NOW).unwrap();
     assert_eq!(keys_in_log(&log), vec![2]);
     assert_eq!(offsets_in_log(&log), vec![1, 3, 4]);
@@ -419,7 +380,7 @@ fn deleted_batches_with_no_messages_read() {
 #[test]
 fn empty_batch_removal_with_sequence_reuse() {
     let fx = Fixture::new();
-    let log = open(&fx, &txn_config("2048"));
+    let log = open_shared(&fx, &txn_config("2048"));
     Producer::transactional(1).append(&log, &[1]); // 0, sequence 0
     commit(&log, 1); // 1
     Producer::transactional(1).append(&log, &[2]); // 2, sequence 0 again
@@ -449,7 +410,7 @@ fn empty_batch_removal_with_sequence_reuse() {
 #[test]
 fn abort_marker_retention_with_empty_batch() {
     let fx = Fixture::new();
-    let log = open(&fx, &txn_config("256"));
+    let log = open_shared(&fx, &txn_config("256"));
     let mut p = Producer::transactional(1);
     p.append(&log, &[2, 3]); // 0, 1
     abort(&log, 1); // 2
@@ -494,23 +455,17 @@ fn abort_marker_retention_with_empty_batch() {
 #[test]
 fn cleaning_with_keys_conflicting_with_txn_marker_keys() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
+    let log = open_shared(&fx, &compact_config(&[("internal.segment.bytes", "1024")]));
     Producer::transactional(1).append(&log, &[1]); // 0
     commit(&log, 1); // 1
                      // Key = the COMMIT control record key: version 0, type 1.
     let marker_key = [0u8, 0, 0, 1];
-    let header = BatchHeader {
-        base_offset: 2,
-        producer_id: 2,
-        producer_epoch: 0,
-        is_transactional: true,
-        ..BatchHeader::default()
-    };
-    append_built(&log, header, &[(Some(&marker_key), Some(b"foo"), T0)]); // 2
+    let header = BatchHeader { producer_id: 2, producer_epoch: 0, is_transactional: true, ..BatchHeader::default() };
+    put_batch(&log, header, &[(Some(&marker_key), Some(b"foo"), T0)]); // 2
     commit(&log, 2); // 3
     log.roll().unwrap();
     assert_eq!(offsets_in_log(&log), vec![0, 1, 2, 3]);
-    let mut cleaner = cleaner_with(&fx, 10 * BYTES_PER_ENTRY, 64 * 1024, 64 * 1024);
+    let mut cleaner = make_cleaner(&fx, 10 * BYTES_PER_ENTRY, 64 * 1024);
     do_clean(&mut cleaner, &log, 0, active_base(&log), NOW).unwrap();
     assert_eq!(last_offsets_per_batch(&log), vec![0, 1, 2, 3]);
     assert_eq!(offsets_in_log(&log), vec![0, 1, 2, 3]);
@@ -524,7 +479,7 @@ fn log_of_large_messages(fx: &Fixture, n: usize) -> (Arc<UnifiedLog>, LogConfig)
     let seg = (n * 16).to_string();
     let max = (n * 2).to_string();
     let cfg = compact_config(&[("internal.segment.bytes", &seg), ("max.message.bytes", &max)]);
-    let log = open(fx, &cfg);
+    let log = open_shared(fx, &cfg);
     let big = vec![0u8; n];
     while log.number_of_segments() < 2 {
         put(&log, Some(log.log_end_offset().to_string().as_bytes()), Some(&big), T0);
@@ -552,7 +507,7 @@ fn large_message() {
         .flat_map(|b| b.records.iter().map(|r| String::from_utf8_lossy(r.2.as_ref().unwrap()).parse().unwrap()))
         .collect();
     supersede_odd_keys(&log);
-    let mut cleaner = cleaner_with(&fx, 1 << 20, 1024, 1024);
+    let mut cleaner = make_cleaner(&fx, 1 << 20, 1024);
     do_clean(&mut cleaner, &log, 0, active_base(&log), NOW).unwrap();
     let remaining: Vec<i64> = segment_batches(&log.segments()[0])
         .iter()
@@ -573,7 +528,7 @@ fn message_larger_than_max_message_size() {
     let half = (n / 2).to_string();
     log.update_config(compact_config(&[("internal.segment.bytes", &seg), ("max.message.bytes", &half)])).unwrap();
     supersede_odd_keys(&log);
-    let mut cleaner = cleaner_with(&fx, 1 << 20, 1024, 1024);
+    let mut cleaner = make_cleaner(&fx, 1 << 20, 1024);
     do_clean(&mut cleaner, &log, 0, active_base(&log), NOW).unwrap();
     let keys = keys_in_log(&log);
     let leo_before = keys.iter().filter(|k| **k >= 10).count();
@@ -597,11 +552,11 @@ fn message_larger_than_max_message_size_with_corrupt_header() {
     supersede_odd_keys(&log);
     {
         use std::os::unix::fs::FileExt;
-        let f = std::fs::OpenOptions::new().write(true).open(fx.dir.join(name(0, ".log"))).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(fx.dir.join(segment_file_name(0, ".log"))).unwrap();
         f.write_all_at(&[0xff], 16).unwrap();
     }
     let before: Vec<Vec<u8>> = log.segments().iter().map(|s| std::fs::read(s.path()).unwrap()).collect();
-    let mut cleaner = cleaner_with(&fx, 1 << 20, 1024, 1024);
+    let mut cleaner = make_cleaner(&fx, 1 << 20, 1024);
     let (result, lines) = capture_log(|| do_clean(&mut cleaner, &log, 0, active_base(&log), NOW));
     let err = result.expect_err("corrupt magic");
     assert!(matches!(err, Error::CorruptRecord { .. }), "{err:?}");
@@ -622,7 +577,7 @@ fn message_larger_than_max_message_size_with_corrupt_header() {
 fn segment_grouping_following_load_of_zero_index() {
     let fx = Fixture::new();
     let cfg = compact_config(&[("internal.segment.bytes", "400"), ("index.interval.bytes", "400")]);
-    let log = open(&fx, &cfg);
+    let log = open_shared(&fx, &cfg);
     put(&log, Some(b"hello"), Some(b"hello"), T0); // 0
     put(&log, Some(b"hello"), Some(b"hello"), T0); // 1
     log.roll().unwrap();
@@ -631,7 +586,7 @@ fn segment_grouping_following_load_of_zero_index() {
     }
     log.close().unwrap();
     drop(log);
-    let log = open(&fx, &cfg);
+    let log = open_shared(&fx, &cfg);
     assert_eq!(log.number_of_segments(), 2);
     assert!(log.log_end_offset() - 1 - log.log_start_offset() > MAX);
     let last = log.segments().last().unwrap().clone();
@@ -652,7 +607,7 @@ fn segment_grouping_following_load_of_zero_index() {
 fn build_offset_map_fake_large() {
     let fx = Fixture::new();
     let cfg = compact_config(&[("internal.segment.bytes", "120"), ("segment.index.bytes", "120")]);
-    let log = open(&fx, &cfg);
+    let log = open_shared(&fx, &cfg);
     let end = 7_206_178;
     for (key, offset) in [(0i64, 0i64), (1, end)] {
         let k = key.to_string();
@@ -693,9 +648,9 @@ fn write_log_dir_with_overflowed_segment(dir: &Path) {
     segments.push((MAX, overflowed));
     segments.push((3 * MAX, sample(3 * MAX)));
     for (base, bytes) in segments {
-        std::fs::write(dir.join(name(base, ".log")), bytes).unwrap();
-        std::fs::write(dir.join(name(base, ".index")), b"").unwrap();
-        std::fs::write(dir.join(name(base, ".timeindex")), b"").unwrap();
+        std::fs::write(dir.join(segment_file_name(base, ".log")), bytes).unwrap();
+        std::fs::write(dir.join(segment_file_name(base, ".index")), b"").unwrap();
+        std::fs::write(dir.join(segment_file_name(base, ".timeindex")), b"").unwrap();
     }
 }
 
@@ -826,12 +781,12 @@ fn client_handling_of_corrupt_message_set() {
 #[test]
 fn clean_corrupt_message_set() {
     let fx = Fixture::new();
-    let log = open(&fx, &compact_config(&[("compression.type", "gzip")]));
+    let log = open_shared(&fx, &compact_config(&[("compression.type", "gzip")]));
     // Offsets 25..28 with keys 0, 1, 0, 1; then a gap, and offsets 50, 51 with keys 3, 4.
     log.append_as_follower(&invalid_cleaned_message(25, &[0, 1, 0, 1], CompressionType::Gzip)).unwrap();
     log.append_as_follower(&invalid_cleaned_message(50, &[3, 4], CompressionType::Gzip)).unwrap();
     log.roll().unwrap();
-    let mut cleaner = cleaner_with(&fx, 10 * BYTES_PER_ENTRY, 64 * 1024, 64 * 1024);
+    let mut cleaner = make_cleaner(&fx, 10 * BYTES_PER_ENTRY, 64 * 1024);
     do_clean(&mut cleaner, &log, 0, active_base(&log), NOW).unwrap();
     let batches = all_batches(&log);
     assert!(!batches.is_empty());
@@ -845,7 +800,7 @@ fn clean_corrupt_message_set() {
     }
     assert_eq!(offsets, vec![27, 28, 50, 51]);
     // The rebuilt batches are whole v2 batches (valid CRCs) that any client decodes.
-    let bytes = std::fs::read(fx.dir.join(name(0, ".log"))).unwrap();
+    let bytes = std::fs::read(fx.dir.join(segment_file_name(0, ".log"))).unwrap();
     let recs = decode(&bytes);
     assert!(recs.iter().all(|r| r.timestamp == -1));
     assert_eq!(recs.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![27, 28, 50, 51]);

@@ -13,14 +13,9 @@ use kafkalog::util::fault::{inject, FaultOp};
 use kafkalog::{FetchIsolation, LogConfig, UnifiedLog};
 
 use crate::common::{
-    append_values, batches, capture_log, config, files_with_suffix, lines_at, listing, read_all, scan_all,
-    values_batch, write_nonsense, Fixture, Rec, XorShift, T0,
+    append_values, batches, capture_log, config, expected_records, files_with_suffix, lines_at, listing, read_all,
+    scan_all, segment_bases, segment_file_name, values_batch, write_nonsense, Fixture, Rec, XorShift, T0,
 };
-
-/// `<20-digit base><suffix>`.
-fn name(base: i64, suffix: &str) -> String {
-    format!("{base:020}{suffix}")
-}
 
 /// Every index entry kept: lookups after a rebuild are exact, not just close.
 fn dense_config() -> LogConfig {
@@ -44,16 +39,8 @@ fn rec(offset: i64, value: &str) -> Rec {
     Rec { offset, timestamp: T0 + offset, key: Some(b"k".to_vec()), value: Some(value.as_bytes().to_vec()) }
 }
 
-fn expected(range: std::ops::Range<i64>) -> Vec<Rec> {
-    range.map(|i| rec(i, &format!("v{i}"))).collect()
-}
-
 fn open_with(fx: &Fixture, cfg: &LogConfig, options: LogOpenOptions) -> UnifiedLog {
     UnifiedLog::open(&fx.dir, cfg.clone(), options).expect("open log")
-}
-
-fn bases(log: &UnifiedLog) -> Vec<i64> {
-    log.segments().iter().map(|s| s.base_offset()).collect()
 }
 
 fn file_names(dir: &Path) -> Vec<String> {
@@ -84,7 +71,7 @@ fn scratch_segment(fx: &Fixture, base: i64, records: &[(i64, &str)]) -> PathBuf 
         log.append_as_follower(&values_batch(*offset, T0 + offset, &[value])).unwrap();
     }
     log.close().unwrap();
-    assert_eq!(bases(&log), vec![base]);
+    assert_eq!(segment_bases(&log), vec![base]);
     dir
 }
 
@@ -92,14 +79,22 @@ fn scratch_segment(fx: &Fixture, base: i64, records: &[(i64, &str)]) -> PathBuf 
 /// `suffix` appended to each name.
 fn copy_segment(from: &Path, base: i64, to: &Path, suffix: &str) {
     for ext in [".log", ".index", ".timeindex"] {
-        std::fs::copy(from.join(name(base, ext)), to.join(name(base, &format!("{ext}{suffix}")))).unwrap();
+        std::fs::copy(
+            from.join(segment_file_name(base, ext)),
+            to.join(segment_file_name(base, &format!("{ext}{suffix}"))),
+        )
+        .unwrap();
     }
 }
 
 /// Renames the three files of segment `base` in `dir` by appending `suffix`.
 fn rename_segment(dir: &Path, base: i64, suffix: &str) {
     for ext in [".log", ".index", ".timeindex"] {
-        std::fs::rename(dir.join(name(base, ext)), dir.join(name(base, &format!("{ext}{suffix}")))).unwrap();
+        std::fs::rename(
+            dir.join(segment_file_name(base, ext)),
+            dir.join(segment_file_name(base, &format!("{ext}{suffix}"))),
+        )
+        .unwrap();
     }
 }
 
@@ -131,13 +126,13 @@ fn open_deletes_obsolete_files() {
     let cfg = dense_config();
     write_log(&fx, &cfg, 3);
     for leftover in [".log.deleted", ".index.deleted", ".timeindex.deleted", ".snapshot.deleted"] {
-        std::fs::write(fx.dir.join(name(99, leftover)), b"old").unwrap();
+        std::fs::write(fx.dir.join(segment_file_name(99, leftover)), b"old").unwrap();
     }
     let kraft = "00000000000000000010-0000000001.checkpoint.deleted";
     std::fs::write(fx.dir.join(kraft), b"kraft").unwrap();
     let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
     assert_eq!(files_with_suffix(&fx.dir, ".deleted"), vec![kraft]);
-    assert_eq!(read_all(&log, 0), expected(0..15));
+    assert_eq!(read_all(&log, 0), expected_records(0..15));
 }
 
 /// testBogusIndexSegmentsAreRemoved: index files whose `.log` is missing are deleted and
@@ -148,16 +143,16 @@ fn bogus_index_segments_are_removed() {
     let cfg = dense_config();
     write_log(&fx, &cfg, 2);
     for orphan in [".index", ".timeindex", ".txnindex"] {
-        std::fs::write(fx.dir.join(name(3, orphan)), b"").unwrap();
+        std::fs::write(fx.dir.join(segment_file_name(3, orphan)), b"").unwrap();
     }
-    std::fs::write(fx.dir.join(name(77, ".index")), [0u8; 16]).unwrap();
+    std::fs::write(fx.dir.join(segment_file_name(77, ".index")), [0u8; 16]).unwrap();
     let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
     assert_eq!(log.load_result().orphan_files_deleted, 4);
     let mut want: Vec<String> =
-        [0, 5].iter().flat_map(|b| [".index", ".log", ".timeindex"].map(|s| name(*b, s))).collect();
+        [0, 5].iter().flat_map(|b| [".index", ".log", ".timeindex"].map(|s| segment_file_name(*b, s))).collect();
     want.sort();
     assert_eq!(file_names(&fx.dir), want);
-    assert_eq!(read_all(&log, 0), expected(0..10));
+    assert_eq!(read_all(&log, 0), expected_records(0..10));
     assert_eq!(append_values(&log, T0 + 10, &["v10"]), 10, "the log takes appends");
 }
 
@@ -168,18 +163,18 @@ fn index_rebuild() {
     let fx = Fixture::new();
     let cfg = dense_config();
     write_log(&fx, &cfg, 3);
-    let index_lens: Vec<u64> = [0, 5].iter().map(|b| file_len(&fx.dir.join(name(*b, ".index")))).collect();
+    let index_lens: Vec<u64> = [0, 5].iter().map(|b| file_len(&fx.dir.join(segment_file_name(*b, ".index")))).collect();
     for base in [0, 5, 10] {
-        std::fs::remove_file(fx.dir.join(name(base, ".index"))).unwrap();
-        std::fs::remove_file(fx.dir.join(name(base, ".timeindex"))).unwrap();
+        std::fs::remove_file(fx.dir.join(segment_file_name(base, ".index"))).unwrap();
+        std::fs::remove_file(fx.dir.join(segment_file_name(base, ".timeindex"))).unwrap();
     }
     let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
     let load = log.load_result();
     assert_eq!((load.segments_recovered, load.bytes_truncated), (3, 0));
     assert_eq!(index_lens, vec![32, 32], "four entries per closed segment (the first batch is never indexed)");
     for base in [0, 5] {
-        assert_eq!(file_len(&fx.dir.join(name(base, ".index"))), 32, "rebuilt and trimmed");
-        assert_eq!(file_len(&fx.dir.join(name(base, ".timeindex"))), 48);
+        assert_eq!(file_len(&fx.dir.join(segment_file_name(base, ".index"))), 32, "rebuilt and trimmed");
+        assert_eq!(file_len(&fx.dir.join(segment_file_name(base, ".timeindex"))), 48);
     }
     assert_lookups(&log, 0..15);
 }
@@ -192,9 +187,9 @@ fn corrupt_index_rebuild() {
     let fx = Fixture::new();
     let cfg = dense_config();
     write_log(&fx, &cfg, 3);
-    let ragged = fx.dir.join(name(0, ".index"));
+    let ragged = fx.dir.join(segment_file_name(0, ".index"));
     std::fs::OpenOptions::new().write(true).open(&ragged).unwrap().set_len(29).unwrap();
-    let negative = fx.dir.join(name(5, ".index"));
+    let negative = fx.dir.join(segment_file_name(5, ".index"));
     let f = std::fs::OpenOptions::new().write(true).open(&negative).unwrap();
     f.write_all_at(&(-3i32).to_be_bytes(), 24).unwrap();
     let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
@@ -202,7 +197,7 @@ fn corrupt_index_rebuild() {
     assert_eq!((load.segments_recovered, load.bytes_truncated), (2, 0));
     assert_eq!((file_len(&ragged), file_len(&negative)), (32, 32));
     assert_lookups(&log, 0..15);
-    assert_eq!(read_all(&log, 0), expected(0..15));
+    assert_eq!(read_all(&log, 0), expected_records(0..15));
 }
 
 /// testRebuildTimeIndexForOldMessages: a deleted time index of a segment below the recovery
@@ -214,12 +209,12 @@ fn missing_time_index_below_the_recovery_point_comes_back_empty() {
     let fx = Fixture::new();
     let cfg = dense_config();
     write_log(&fx, &cfg, 3);
-    let time_index = fx.dir.join(name(0, ".timeindex"));
+    let time_index = fx.dir.join(segment_file_name(0, ".timeindex"));
     std::fs::remove_file(&time_index).unwrap();
     let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
     assert_eq!(log.load_result().segments_recovered, 0);
     assert_eq!(file_len(&time_index), 0);
-    assert_eq!(file_len(&fx.dir.join(name(0, ".index"))), 32, "the offset index is kept");
+    assert_eq!(file_len(&fx.dir.join(segment_file_name(0, ".index"))), 32, "the offset index is kept");
     assert_lookups(&log, 0..15);
     log.close().unwrap();
 }
@@ -243,7 +238,7 @@ fn clean_shutdown_skips_recovery() {
     let load = log.load_result();
     assert_eq!((load.segments_loaded, load.segments_recovered, load.bytes_truncated), (3, 3, 0));
     assert_eq!((load.recovery_point, log.recovery_point(), log.log_end_offset()), (0, 0, 15));
-    assert_eq!(read_all(&log, 0), expected(0..15));
+    assert_eq!(read_all(&log, 0), expected_records(0..15));
 }
 
 /// Better than Kafka: a torn tail in a log that was shut down cleanly (damaged afterwards) is
@@ -253,7 +248,7 @@ fn torn_tail_after_a_clean_shutdown_is_recovered() {
     let fx = Fixture::new();
     let cfg = dense_config();
     write_log(&fx, &cfg, 3);
-    let active = fx.dir.join(name(10, ".log"));
+    let active = fx.dir.join(segment_file_name(10, ".log"));
     let clean_len = file_len(&active);
     write_nonsense(&active, clean_len, 30, 5);
     let clean = LogOpenOptions { had_clean_shutdown: true, recovery_point: Some(15), ..fx.options() };
@@ -261,7 +256,7 @@ fn torn_tail_after_a_clean_shutdown_is_recovered() {
     let load = log.load_result();
     assert_eq!((load.segments_recovered, load.bytes_truncated), (1, 30));
     assert_eq!(file_len(&active), clean_len);
-    assert_eq!(read_all(&log, 0), expected(0..15));
+    assert_eq!(read_all(&log, 0), expected_records(0..15));
 }
 
 /// testCorruptLog: random garbage after the last batch is cut back to the last valid batch,
@@ -273,7 +268,7 @@ fn corrupt_log_tail_is_truncated() {
     for seed in 1..=8u64 {
         let fx = Fixture::new();
         write_log(&fx, &cfg, 3);
-        let active = fx.dir.join(name(10, ".log"));
+        let active = fx.dir.join(segment_file_name(10, ".log"));
         let clean_len = file_len(&active);
         let garbage = 1 + rng.below(200) as usize;
         write_nonsense(&active, clean_len, garbage, seed);
@@ -281,7 +276,7 @@ fn corrupt_log_tail_is_truncated() {
         let load = log.load_result();
         assert_eq!((load.segments_recovered, load.bytes_truncated), (1, garbage as u64), "seed {seed}");
         assert_eq!(file_len(&active), clean_len, "seed {seed}");
-        assert_eq!(read_all(&log, 0), expected(0..15), "seed {seed}");
+        assert_eq!(read_all(&log, 0), expected_records(0..15), "seed {seed}");
         assert_eq!(append_values(&log, T0 + 15, &["v15"]), 15, "seed {seed}");
     }
 }
@@ -293,7 +288,7 @@ fn corruption_in_a_middle_segment_deletes_the_later_segments() {
     let fx = Fixture::new();
     let cfg = dense_config();
     write_log(&fx, &cfg, 3);
-    let middle = fx.dir.join(name(5, ".log"));
+    let middle = fx.dir.join(segment_file_name(5, ".log"));
     let b = batches(&std::fs::read(&middle).unwrap());
     let third_at: usize = b[..2].iter().map(|b| b.size).sum();
     flip_byte(&middle, third_at as u64 + 40);
@@ -301,11 +296,11 @@ fn corruption_in_a_middle_segment_deletes_the_later_segments() {
     let load = log.load_result();
     assert_eq!((load.segments_recovered, load.segments_deleted), (2, 1));
     assert_eq!(load.bytes_truncated, b[2..].iter().map(|b| b.size as u64).sum::<u64>());
-    assert_eq!((log.log_end_offset(), bases(&log)), (7, vec![0, 5]));
-    assert_eq!(read_all(&log, 0), expected(0..7));
+    assert_eq!((log.log_end_offset(), segment_bases(&log)), (7, vec![0, 5]));
+    assert_eq!(read_all(&log, 0), expected_records(0..7));
     assert_eq!(
         files_with_suffix(&fx.dir, ".deleted"),
-        [".index.deleted", ".log.deleted", ".timeindex.deleted"].map(|s| name(10, s)),
+        [".index.deleted", ".log.deleted", ".timeindex.deleted"].map(|s| segment_file_name(10, s)),
         "renamed, to be unlinked after file.delete.delay.ms"
     );
 }
@@ -323,10 +318,10 @@ fn log_end_less_than_start_after_reopen() {
             append_values(&log, T0 + i, &[&format!("v{i}")]);
             log.roll().unwrap();
         }
-        assert_eq!(bases(&log), vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(segment_bases(&log), vec![0, 1, 2, 3, 4, 5]);
         log.close().unwrap();
     }
-    std::fs::write(fx.dir.join(name(1, ".log")), b"corruptRecord").unwrap();
+    std::fs::write(fx.dir.join(segment_file_name(1, ".log")), b"corruptRecord").unwrap();
     let options = LogOpenOptions { log_start_offset: Some(4), recovery_point: Some(0), ..fx.options() };
     let (log, lines) = capture_log(|| open_with(&fx, &cfg, options));
     let load = log.load_result();
@@ -338,11 +333,11 @@ fn log_end_less_than_start_after_reopen() {
         "{warnings:?}"
     );
     assert_eq!((log.log_start_offset(), log.log_end_offset(), log.high_watermark()), (4, 4, 4));
-    assert_eq!(bases(&log), vec![4]);
+    assert_eq!(segment_bases(&log), vec![4]);
     assert_eq!(files_with_suffix(&fx.dir, ".log.deleted").len(), 6);
     fx.clock.advance(cfg.file_delete_delay_ms);
     log.delete_due_files().unwrap();
-    assert_eq!(file_names(&fx.dir), [".index", ".log", ".timeindex"].map(|s| name(4, s)));
+    assert_eq!(file_names(&fx.dir), [".index", ".log", ".timeindex"].map(|s| segment_file_name(4, s)));
     assert_eq!(append_values(&log, T0, &["x"]), 4);
 }
 
@@ -362,8 +357,8 @@ fn interrupted_clean_is_rolled_back() {
     let load = log.load_result();
     assert_eq!((load.temp_files_dropped, load.swaps_completed), (6, 0));
     assert_no_temp_files(&fx.dir);
-    assert_eq!(bases(&log), vec![0, 5, 10]);
-    assert_eq!(read_all(&log, 0), expected(0..15));
+    assert_eq!(segment_bases(&log), vec![0, 5, 10]);
+    assert_eq!(read_all(&log, 0), expected_records(0..15));
 }
 
 /// A compacted replacement for segments 0 and 5 (offsets 0..=8), as the cleaner writes it.
@@ -373,7 +368,7 @@ fn compacted_0_to_8(fx: &Fixture) -> PathBuf {
 
 fn compacted_expected() -> Vec<Rec> {
     let mut want: Vec<Rec> = [0, 2, 4, 6, 8].iter().map(|&o| rec(o, &format!("c{o}"))).collect();
-    want.extend(expected(10..15));
+    want.extend(expected_records(10..15));
     want
 }
 
@@ -390,8 +385,8 @@ fn interrupted_swap_is_completed() {
     let load = log.load_result();
     assert_eq!((load.swaps_completed, load.temp_files_dropped), (3, 0));
     assert_no_temp_files(&fx.dir);
-    assert_eq!(bases(&log), vec![0, 10]);
-    assert!(!fx.dir.join(name(5, ".log")).exists());
+    assert_eq!(segment_bases(&log), vec![0, 10]);
+    assert!(!fx.dir.join(segment_file_name(5, ".log")).exists());
     assert_eq!(read_all(&log, 0), compacted_expected());
     assert_eq!(log.offset_for_timestamp(T0 + 5).unwrap().unwrap().offset, 6);
 }
@@ -408,7 +403,7 @@ fn interrupted_swap_with_old_segments_partly_deleted_is_completed() {
     let log = fx.open(&cfg);
     assert_eq!(log.load_result().swaps_completed, 3);
     assert_no_temp_files(&fx.dir);
-    assert_eq!(bases(&log), vec![0, 10]);
+    assert_eq!(segment_bases(&log), vec![0, 10]);
     assert_eq!(read_all(&log, 0), compacted_expected());
 }
 
@@ -427,9 +422,9 @@ fn swap_below_a_cleaned_segment_is_kept() {
     let load = log.load_result();
     assert_eq!((load.swaps_completed, load.temp_files_dropped), (3, 6));
     assert_no_temp_files(&fx.dir);
-    assert_eq!(bases(&log), vec![0, 5, 10]);
+    assert_eq!(segment_bases(&log), vec![0, 5, 10]);
     let mut want = vec![rec(1, "c1"), rec(3, "c3")];
-    want.extend(expected(5..15));
+    want.extend(expected_records(5..15));
     assert_eq!(read_all(&log, 0), want);
 }
 
@@ -443,7 +438,7 @@ fn read_only_open_reads_a_pending_swap() {
     copy_segment(&compacted_0_to_8(&fx), 0, &fx.dir, ".swap");
     let before = listing(&fx.dir);
     let log = fx.open_read_only(&cfg);
-    assert_eq!(bases(&log), vec![0, 10]);
+    assert_eq!(segment_bases(&log), vec![0, 10]);
     assert_eq!(read_all(&log, 0), compacted_expected());
     assert_eq!(log.offset_for_timestamp(T0 + 3).unwrap().unwrap().offset, 4);
     log.close().unwrap();
@@ -462,7 +457,7 @@ fn read_only_open_applies_the_cleaned_rule_to_swaps() {
     copy_segment(&scratch_segment(&fx, 10, &[(14, "c14")]), 10, &fx.dir, ".swap");
     let before = listing(&fx.dir);
     let mut want = vec![rec(1, "c1"), rec(3, "c3")];
-    want.extend(expected(5..15));
+    want.extend(expected_records(5..15));
     let ro = fx.open_read_only(&cfg);
     assert_eq!(read_all(&ro, 0), want);
     ro.close().unwrap();
@@ -478,9 +473,9 @@ fn write_overflowed_segment(fx: &Fixture, with_next: bool) {
     std::fs::create_dir_all(&fx.dir).unwrap();
     let mut bytes = values_batch(0, T0, &["a", "b"]);
     bytes.extend(values_batch(FAR, T0 + 1, &["c", "d"]));
-    std::fs::write(fx.dir.join(name(0, ".log")), bytes).unwrap();
+    std::fs::write(fx.dir.join(segment_file_name(0, ".log")), bytes).unwrap();
     if with_next {
-        std::fs::write(fx.dir.join(name(FAR + 2, ".log")), values_batch(FAR + 2, T0 + 2, &["e"])).unwrap();
+        std::fs::write(fx.dir.join(segment_file_name(FAR + 2, ".log")), values_batch(FAR + 2, T0 + 2, &["e"])).unwrap();
     }
 }
 
@@ -509,7 +504,7 @@ fn over_compacted_log_recovery() {
     let log = open_with(&fx, &cfg, LogOpenOptions { recovery_point: Some(0), ..fx.options() });
     let load = log.load_result();
     assert_eq!((load.segments_split, load.bytes_truncated), (1, 0));
-    assert_eq!(bases(&log), vec![0, FAR]);
+    assert_eq!(segment_bases(&log), vec![0, FAR]);
     assert_eq!(log.log_end_offset(), FAR + 2);
     assert_no_swap_files(&fx.dir);
     assert_eq!(files_with_suffix(&fx.dir, ".deleted").len(), 3, "the old segment, unlinked after the delay");
@@ -541,14 +536,23 @@ fn split_parts_are_finished_like_rolled_segments() {
     write_overflowed_segment(&fx, true);
     let day_ago = T0 - 86_400_000;
     let mtime = std::time::UNIX_EPOCH + std::time::Duration::from_millis(day_ago as u64);
-    std::fs::File::options().write(true).open(fx.dir.join(name(0, ".log"))).unwrap().set_modified(mtime).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(fx.dir.join(segment_file_name(0, ".log")))
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
     // A clean shutdown: only the missing offset index makes the loader recover (and split).
     let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
     assert_eq!(log.load_result().segments_split, 1);
-    assert_eq!(bases(&log), vec![0, FAR, FAR + 2]);
+    assert_eq!(segment_bases(&log), vec![0, FAR, FAR + 2]);
     for base in [0, FAR] {
-        assert_eq!(file_len(&fx.dir.join(name(base, ".index"))), 0, "segment {base}: one batch, no entry");
-        assert_eq!(file_len(&fx.dir.join(name(base, ".timeindex"))), 12, "segment {base}: the final entry");
+        assert_eq!(file_len(&fx.dir.join(segment_file_name(base, ".index"))), 0, "segment {base}: one batch, no entry");
+        assert_eq!(
+            file_len(&fx.dir.join(segment_file_name(base, ".timeindex"))),
+            12,
+            "segment {base}: the final entry"
+        );
     }
     let parts = log.segments();
     assert_eq!((parts[0].last_modified().unwrap(), parts[1].last_modified().unwrap()), (day_ago, day_ago));
@@ -566,16 +570,16 @@ fn split_of_a_segment_with_a_torn_tail_keeps_every_part() {
     let fx = Fixture::new();
     let cfg = dense_config();
     write_overflowed_segment(&fx, false);
-    let log_file = fx.dir.join(name(0, ".log"));
+    let log_file = fx.dir.join(segment_file_name(0, ".log"));
     let size = file_len(&log_file);
     write_nonsense(&log_file, size, 30, 7);
     // Index files present: the segment is split during recovery from the recovery point.
-    std::fs::write(fx.dir.join(name(0, ".index")), b"").unwrap();
-    std::fs::write(fx.dir.join(name(0, ".timeindex")), b"").unwrap();
+    std::fs::write(fx.dir.join(segment_file_name(0, ".index")), b"").unwrap();
+    std::fs::write(fx.dir.join(segment_file_name(0, ".timeindex")), b"").unwrap();
     let log = open_with(&fx, &cfg, LogOpenOptions { recovery_point: Some(0), ..fx.options() });
     let load = log.load_result();
     assert_eq!((load.segments_split, load.bytes_truncated), (1, 30));
-    assert_eq!(bases(&log), vec![0, FAR]);
+    assert_eq!(segment_bases(&log), vec![0, FAR]);
     assert_eq!(scan_all(&log, 0).unwrap(), overflowed_records(false));
     assert_eq!(log.log_end_offset(), FAR + 2);
 }
@@ -589,12 +593,12 @@ fn split_interrupted_at_each_rename_recovers() {
     // The file whose rename fails, in the order the replace renames them, and the reopen's
     // (temp_files_dropped, swaps_completed): each split part has three files.
     let steps = [
-        (name(FAR, ".log.cleaned"), (6, 0)), // phase 1: every new segment still .cleaned
-        (name(0, ".log.cleaned"), (6, 0)),   // phase 2: the higher new segment is .swap already
-        (name(0, ".log"), (0, 6)),           // phase 3: all new segments .swap, the old one live
-        (name(0, ".index"), (0, 6)),         // phase 4: the old segment half renamed .deleted
-        (name(0, ".log.swap"), (0, 6)),      // phase 4': old segment .deleted, new ones all .swap
-        (name(FAR, ".log.swap"), (0, 3)),    // phase 5: the lower new segment is live
+        (segment_file_name(FAR, ".log.cleaned"), (6, 0)), // phase 1: every new segment still .cleaned
+        (segment_file_name(0, ".log.cleaned"), (6, 0)),   // phase 2: the higher new segment is .swap already
+        (segment_file_name(0, ".log"), (0, 6)),           // phase 3: all new segments .swap, the old one live
+        (segment_file_name(0, ".index"), (0, 6)),         // phase 4: the old segment half renamed .deleted
+        (segment_file_name(0, ".log.swap"), (0, 6)),      // phase 4': old segment .deleted, new ones all .swap
+        (segment_file_name(FAR, ".log.swap"), (0, 3)),    // phase 5: the lower new segment is live
     ];
     for (i, (file, counts)) in steps.iter().enumerate() {
         let fx = Fixture::new();
@@ -616,7 +620,7 @@ fn split_interrupted_at_each_rename_recovers() {
         fx.clock.advance(cfg.file_delete_delay_ms);
         log.delete_due_files().unwrap();
         assert_no_temp_files(&fx.dir);
-        assert_eq!(bases(&log), vec![0, FAR], "step {i}");
+        assert_eq!(segment_bases(&log), vec![0, FAR], "step {i}");
         assert_eq!(scan_all(&log, 0).unwrap(), overflowed_records(false), "step {i}");
         assert_eq!(log.log_end_offset(), FAR + 2, "step {i}");
     }

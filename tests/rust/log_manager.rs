@@ -9,23 +9,24 @@ use kafkalog::log::file_names::TopicPartition;
 use kafkalog::manager::log_manager::{LogManager, LogManagerOptions};
 use kafkalog::util::clock::ManualClock;
 use kafkalog::util::fault::{inject, FaultOp};
-use kafkalog::LogManagerConfig;
 
-use crate::common::{append_values, scan_all, T0};
+use crate::common::{append_values, manager_config, scan_all, T0};
 
-fn config(dirs: &[&Path], extra: &[(&str, &str)]) -> LogManagerConfig {
-    let dirs = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(",");
-    let mut props = vec![("log.dirs", dirs.as_str()), ("internal.segment.bytes", "300")];
+/// A `LogManager` over `dirs` with 300-byte segments and the broker keys `extra`, on `clock`,
+/// with no scheduler thread.
+fn open_small_segments(
+    dirs: &[&Path],
+    extra: &[(&str, &str)],
+    clock: &Arc<ManualClock>,
+) -> kafkalog::Result<LogManager> {
+    let mut props = vec![("internal.segment.bytes", "300")];
     props.extend_from_slice(extra);
-    LogManagerConfig::from_props(props).unwrap()
-}
-
-fn open(dirs: &[&Path], extra: &[(&str, &str)], clock: &Arc<ManualClock>) -> kafkalog::Result<LogManager> {
     let options = LogManagerOptions { clock: clock.clone(), start_scheduler: false, ..LogManagerOptions::default() };
-    LogManager::open(config(dirs, extra), options)
+    LogManager::open(manager_config(dirs, &props), options)
 }
 
-fn tp(p: i32) -> TopicPartition {
+/// Partition `p` of the topic `orders`.
+fn orders(p: i32) -> TopicPartition {
     TopicPartition::new("orders", p)
 }
 
@@ -37,9 +38,9 @@ fn clean_and_unclean_restarts() {
     let tmp = tempfile::tempdir().unwrap();
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     let clock = ManualClock::new(T0);
-    let m = open(&[&a, &b], &[], &clock).unwrap();
+    let m = open_small_segments(&[&a, &b], &[], &clock).unwrap();
     for p in 0..4 {
-        let log = m.get_or_create_log(&tp(p), None, None).unwrap();
+        let log = m.get_or_create_log(&orders(p), None, None).unwrap();
         for i in 0..10 {
             append_values(&log, T0, &[&format!("p{p}-{i}")]);
         }
@@ -50,7 +51,7 @@ fn clean_and_unclean_restarts() {
     assert_eq!(std::fs::read_to_string(a.join(".kafka_cleanshutdown")).unwrap(), r#"{"version":0,"brokerEpoch":7}"#);
     assert!(!a.join(".lock").exists(), "Kafka deletes .lock at shutdown");
 
-    let m = open(&[&a, &b], &[], &clock).unwrap();
+    let m = open_small_segments(&[&a, &b], &[], &clock).unwrap();
     assert!(!a.join(".kafka_cleanshutdown").exists(), "the marker is deleted at start-up");
     for s in m.load_summary() {
         assert!(s.had_clean_shutdown);
@@ -58,20 +59,20 @@ fn clean_and_unclean_restarts() {
         assert_eq!(s.logs_loaded, 2);
     }
     for p in 0..4 {
-        let log = m.get_log(&tp(p)).unwrap().unwrap();
+        let log = m.get_log(&orders(p)).unwrap().unwrap();
         assert_eq!(scan_all(&log, 0).unwrap().len(), 10);
         assert_eq!(log.recovery_point(), 10);
     }
     m.checkpoint().unwrap();
-    m.get_log(&tp(0)).unwrap().unwrap().roll().unwrap();
-    append_values(&m.get_log(&tp(0)).unwrap().unwrap(), T0, &["after the checkpoint"]);
+    m.get_log(&orders(0)).unwrap().unwrap().roll().unwrap();
+    append_values(&m.get_log(&orders(0)).unwrap().unwrap(), T0, &["after the checkpoint"]);
     drop(m); // a crash: no flush, no marker
 
-    let m = open(&[&a, &b], &[], &clock).unwrap();
+    let m = open_small_segments(&[&a, &b], &[], &clock).unwrap();
     let recovered: usize = m.load_summary().iter().map(|s| s.segments_recovered).sum();
     assert!(m.load_summary().iter().all(|s| !s.had_clean_shutdown));
     assert!(recovered >= 4, "every log recovers from its checkpointed recovery point ({recovered})");
-    assert_eq!(scan_all(&m.get_log(&tp(0)).unwrap().unwrap(), 0).unwrap().len(), 11);
+    assert_eq!(scan_all(&m.get_log(&orders(0)).unwrap().unwrap(), 0).unwrap().len(), 11);
     m.close(-1).unwrap();
 }
 
@@ -80,13 +81,13 @@ fn clean_and_unclean_restarts() {
 fn a_second_manager_on_the_same_dir_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(T0);
-    let first = open(&[tmp.path()], &[], &clock).unwrap();
-    match open(&[tmp.path()], &[], &clock) {
+    let first = open_small_segments(&[tmp.path()], &[], &clock).unwrap();
+    match open_small_segments(&[tmp.path()], &[], &clock) {
         Err(Error::LogDirLocked { path, .. }) => assert_eq!(path, tmp.path().join(".lock")),
         other => panic!("expected LogDirLocked, got {:?}", other.map(|_| ())),
     }
     first.close(-1).unwrap();
-    open(&[tmp.path()], &[], &clock).unwrap().close(-1).unwrap();
+    open_small_segments(&[tmp.path()], &[], &clock).unwrap().close(-1).unwrap();
 }
 
 /// testCleanupExpiredSegments driven by the scheduler: after `log.initial.task.delay.ms`, the
@@ -101,8 +102,8 @@ fn scheduled_retention_and_checkpoints() {
         ("log.retention.check.interval.ms", "5000"),
         ("log.segment.delete.delay.ms", "0"),
     ];
-    let m = open(&[tmp.path()], &extra, &clock).unwrap();
-    let log = m.get_or_create_log(&tp(0), None, None).unwrap();
+    let m = open_small_segments(&[tmp.path()], &extra, &clock).unwrap();
+    let log = m.get_or_create_log(&orders(0), None, None).unwrap();
     for i in 0..30 {
         append_values(&log, T0, &[&format!("old-{i:03}")]);
     }
@@ -133,9 +134,9 @@ fn a_failing_dir_goes_offline_and_the_last_one_is_fatal() {
     let tmp = tempfile::tempdir().unwrap();
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     let clock = ManualClock::new(T0);
-    let m = open(&[&a, &b], &[], &clock).unwrap();
-    let in_a = m.get_or_create_log(&tp(0), None, None).unwrap();
-    let in_b = m.get_or_create_log(&tp(1), None, None).unwrap();
+    let m = open_small_segments(&[&a, &b], &[], &clock).unwrap();
+    let in_a = m.get_or_create_log(&orders(0), None, None).unwrap();
+    let in_b = m.get_or_create_log(&orders(1), None, None).unwrap();
     assert_eq!(in_a.log_dir(), a.as_path());
     let fault = inject(&a, FaultOp::Write, libc::EIO, None);
     let mut batch = crate::common::values_batch(0, T0, &["x"]);
@@ -148,15 +149,15 @@ fn a_failing_dir_goes_offline_and_the_last_one_is_fatal() {
     }
     let dirs = m.log_dirs();
     assert!(!dirs[0].online && dirs[1].online, "{dirs:?}");
-    assert!(m.get_log(&tp(0)).unwrap().is_none());
+    assert!(m.get_log(&orders(0)).unwrap().is_none());
     append_values(&in_b, T0, &["still serving"]);
-    let placed = m.get_or_create_log(&tp(2), None, None).unwrap();
+    let placed = m.get_or_create_log(&orders(2), None, None).unwrap();
     assert_eq!(placed.log_dir(), b.as_path(), "no placement in an offline dir");
     drop(fault);
 
     let _fault = inject(&b, FaultOp::Fsync, libc::EIO, None);
     assert!(matches!(m.flush(), Err(Error::AllLogDirsOffline { .. })));
-    match m.get_or_create_log(&tp(3), None, None) {
+    match m.get_or_create_log(&orders(3), None, None) {
         Err(e @ Error::AllLogDirsOffline { .. }) => assert!(e.to_string().contains("have failed"), "{e}"),
         other => panic!("expected AllLogDirsOffline, got {:?}", other.map(|_| ())),
     }

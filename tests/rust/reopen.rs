@@ -9,12 +9,12 @@ use kafkalog::record::CompressionType;
 use kafkalog::{FetchIsolation, LogConfig, UnifiedLog};
 
 use crate::common::{
-    append_values, backdate_files, batch, batches, config, files_with_suffix, listing, read_all, values_batch,
-    write_nonsense, Fixture, Rec, T0,
+    append_values, backdate_files, batch, batches, config, expected_records, files_with_suffix, listing, read_all,
+    values_batch, write_nonsense, Fixture, Rec, T0,
 };
 
 /// A log with three segments of five single-record batches each, records `v0`..`v14`.
-fn three_segments(fx: &Fixture, cfg: &LogConfig) -> UnifiedLog {
+fn fifteen_records_in_three_segments(fx: &Fixture, cfg: &LogConfig) -> UnifiedLog {
     let log = fx.open(cfg);
     for i in 0..15 {
         if i > 0 && i % 5 == 0 {
@@ -24,17 +24,6 @@ fn three_segments(fx: &Fixture, cfg: &LogConfig) -> UnifiedLog {
     }
     assert_eq!(log.number_of_segments(), 3);
     log
-}
-
-fn expected(range: std::ops::Range<i64>) -> Vec<Rec> {
-    range
-        .map(|i| Rec {
-            offset: i,
-            timestamp: T0 + i,
-            key: Some(b"k".to_vec()),
-            value: Some(format!("v{i}").into_bytes()),
-        })
-        .collect()
 }
 
 fn active_log_file(log: &UnifiedLog) -> std::path::PathBuf {
@@ -50,7 +39,7 @@ fn append_raw(path: &std::path::Path, bytes: &[u8]) {
 fn read_only_log_rejects_every_write() {
     let fx = Fixture::new();
     let cfg = config(&[]);
-    three_segments(&fx, &cfg).close().unwrap();
+    fifteen_records_in_three_segments(&fx, &cfg).close().unwrap();
     let log = fx.open_read_only(&cfg);
     assert!(log.read_only());
     let ro = |r: kafkalog::Result<()>, what: &str| {
@@ -64,14 +53,14 @@ fn read_only_log_rejects_every_write() {
     ro(log.truncate_fully_and_start_at(100), "truncate_fully_and_start_at");
     ro(log.delete_records(2).map(drop), "delete_records");
     ro(log.assign_topic_id(kafkalog::checkpoint::partition_metadata::TopicId::random()), "assign_topic_id");
-    assert_eq!(read_all(&log, 0), expected(0..15), "reads still work");
+    assert_eq!(read_all(&log, 0), expected_records(0..15), "reads still work");
 }
 
 #[test]
 fn read_only_open_changes_nothing_in_the_directory() {
     let fx = Fixture::new();
     let cfg = config(&[("index.interval.bytes", "1")]);
-    let log = three_segments(&fx, &cfg);
+    let log = fifteen_records_in_three_segments(&fx, &cfg);
     log.assign_topic_id(kafkalog::checkpoint::partition_metadata::TopicId::random()).unwrap();
     log.close().unwrap();
     // Leftovers a writable open would clean up: a `.deleted` file and an orphan index.
@@ -82,7 +71,7 @@ fn read_only_open_changes_nothing_in_the_directory() {
     {
         let log = fx.open_read_only(&cfg);
         assert_eq!(log.log_end_offset(), 15);
-        assert_eq!(read_all(&log, 0), expected(0..15));
+        assert_eq!(read_all(&log, 0), expected_records(0..15));
         assert_eq!(log.offset_for_timestamp(T0 + 7).unwrap().unwrap().offset, 7);
         assert_eq!(log.segment_infos().unwrap().len(), 3);
         log.close().unwrap();
@@ -99,13 +88,13 @@ fn read_only_log_ends_at_the_last_complete_batch() {
     let garbage: Vec<u8> = (0..40u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
     for tail in [half, &garbage[..], &[0u8; 100][..]] {
         let fx = Fixture::new();
-        let log = three_segments(&fx, &cfg);
+        let log = fifteen_records_in_three_segments(&fx, &cfg);
         log.flush().unwrap();
         append_raw(&active_log_file(&log), tail);
         let before = listing(&fx.dir);
         let ro = fx.open_read_only(&cfg);
         assert_eq!((ro.log_start_offset(), ro.log_end_offset(), ro.high_watermark()), (0, 15, 15));
-        assert_eq!(read_all(&ro, 0), expected(0..15));
+        assert_eq!(read_all(&ro, 0), expected_records(0..15));
         assert!(ro.read(15, 1 << 20, FetchIsolation::LogEnd, true).unwrap().records.is_empty());
         assert_eq!(ro.offset_for_timestamp(T0 + 14).unwrap().unwrap().offset, 14);
         assert_eq!(ro.offset_for_timestamp(MAX_TIMESTAMP).unwrap().unwrap().offset, 14);
@@ -131,7 +120,7 @@ fn read_only_log_reads_a_live_preallocated_segment() {
     assert_eq!(std::fs::metadata(active_log_file(&writer)).unwrap().len(), 1_048_576, "preallocated");
     let ro = fx.open_read_only(&cfg);
     assert_eq!(ro.log_end_offset(), 20);
-    assert_eq!(read_all(&ro, 0), expected(0..20));
+    assert_eq!(read_all(&ro, 0), expected_records(0..20));
     assert_eq!(ro.offset_for_timestamp(T0 + 11).unwrap().unwrap().offset, 11);
     assert_eq!(ro.offset_for_timestamp(T0 + 19).unwrap().unwrap().offset, 19, "after the last index entry");
     assert_eq!(ro.offset_for_timestamp(T0 + 100).unwrap(), None);
@@ -188,7 +177,7 @@ fn reopen_after_crash_truncates_a_torn_tail() {
         let fx = Fixture::new();
         let cfg = config(&[("index.interval.bytes", "50")]);
         let (path, size, last) = {
-            let log = three_segments(&fx, &cfg);
+            let log = fifteen_records_in_three_segments(&fx, &cfg);
             let path = active_log_file(&log);
             let size = std::fs::metadata(&path).unwrap().len();
             let last = batches(&std::fs::read(&path).unwrap()).last().copied().unwrap();
@@ -217,14 +206,14 @@ fn reopen_after_crash_truncates_a_torn_tail() {
         assert_eq!(load.bytes_truncated, expected_cut, "{tear}");
         let survivors = if tear == "garbage" { 15 } else { 14 };
         assert_eq!(log.log_end_offset(), survivors, "{tear}");
-        assert_eq!(read_all(&log, 0), expected(0..survivors), "{tear}");
+        assert_eq!(read_all(&log, 0), expected_records(0..survivors), "{tear}");
         let expected_len = if tear == "garbage" { size } else { last_start };
         assert_eq!(std::fs::metadata(&path).unwrap().len(), expected_len, "{tear}");
         assert_eq!(append_values(&log, T0 + survivors, &[&format!("v{survivors}")]), survivors);
         log.close().unwrap();
         let log = fx.open(&cfg);
         assert_eq!(log.load_result().bytes_truncated, 0, "{tear}: a clean log needs no repair");
-        assert_eq!(read_all(&log, 0), expected(0..survivors + 1), "{tear}");
+        assert_eq!(read_all(&log, 0), expected_records(0..survivors + 1), "{tear}");
     }
 }
 
@@ -241,10 +230,10 @@ fn reopen_after_crash_of_a_preallocated_log() {
     };
     let log = fx.open(&cfg);
     assert_eq!(log.log_end_offset(), 5);
-    assert_eq!(read_all(&log, 0), expected(0..5));
+    assert_eq!(read_all(&log, 0), expected_records(0..5));
     assert_eq!(log.load_result().bytes_truncated, 1_048_576 - data_len, "the zeros are cut");
     assert_eq!(append_values(&log, T0 + 5, &["v5"]), 5);
-    assert_eq!(read_all(&log, 0), expected(0..6));
+    assert_eq!(read_all(&log, 0), expected_records(0..6));
 }
 
 #[test]
@@ -253,7 +242,7 @@ fn recovery_deletes_the_segments_after_a_truncated_one() {
     let fx = Fixture::new();
     let cfg = config(&[]);
     let first = {
-        let log = three_segments(&fx, &cfg);
+        let log = fifteen_records_in_three_segments(&fx, &cfg);
         log.segments()[0].path()
     };
     let b = batches(&std::fs::read(&first).unwrap());
@@ -263,7 +252,7 @@ fn recovery_deletes_the_segments_after_a_truncated_one() {
     let log = UnifiedLog::open(&fx.dir, cfg.clone(), options).unwrap();
     assert_eq!(log.load_result().segments_recovered, 1);
     assert_eq!(log.log_end_offset(), 2);
-    assert_eq!(read_all(&log, 0), expected(0..2));
+    assert_eq!(read_all(&log, 0), expected_records(0..2));
     assert_eq!(log.segments().iter().map(|s| s.base_offset()).collect::<Vec<_>>(), vec![0]);
     assert_eq!(files_with_suffix(&fx.dir, ".log"), vec!["00000000000000000000.log"]);
     assert_eq!(append_values(&log, T0 + 2, &["v2"]), 2);
@@ -275,7 +264,7 @@ fn recovery_rebuilds_missing_and_corrupt_indexes() {
     // indexes is rebuilt when the segment is recovered.
     let fx = Fixture::new();
     let cfg = config(&[("index.interval.bytes", "1")]);
-    three_segments(&fx, &cfg).close().unwrap();
+    fifteen_records_in_three_segments(&fx, &cfg).close().unwrap();
     std::fs::remove_file(fx.dir.join("00000000000000000000.index")).unwrap();
     std::fs::remove_file(fx.dir.join("00000000000000000000.timeindex")).unwrap();
     write_nonsense(&fx.dir.join("00000000000000000005.index"), 0, 24, 9);
@@ -297,7 +286,7 @@ fn writable_open_removes_leftover_files() {
     // testOpenDeletesObsoleteFiles and testBogusIndexSegmentsAreRemoved.
     let fx = Fixture::new();
     let cfg = config(&[]);
-    three_segments(&fx, &cfg).close().unwrap();
+    fifteen_records_in_three_segments(&fx, &cfg).close().unwrap();
     std::fs::write(fx.dir.join("00000000000000000099.log.deleted"), b"old").unwrap();
     std::fs::write(fx.dir.join("00000000000000000077.index"), [0u8; 16]).unwrap();
     std::fs::write(fx.dir.join("00000000000000000077.timeindex"), [0u8; 24]).unwrap();
@@ -305,7 +294,7 @@ fn writable_open_removes_leftover_files() {
     assert!(files_with_suffix(&fx.dir, ".deleted").is_empty());
     assert!(!fx.dir.join("00000000000000000077.index").exists());
     assert!(!fx.dir.join("00000000000000000077.timeindex").exists());
-    assert_eq!(read_all(&log, 0), expected(0..15));
+    assert_eq!(read_all(&log, 0), expected_records(0..15));
 }
 
 #[test]
@@ -314,7 +303,7 @@ fn log_start_checkpoint_beyond_the_log_end_wipes_the_log() {
     // the recovered log end deletes every segment and starts an empty log at the checkpoint.
     let fx = Fixture::new();
     let cfg = config(&[]);
-    three_segments(&fx, &cfg).close().unwrap();
+    fifteen_records_in_three_segments(&fx, &cfg).close().unwrap();
     let options = LogOpenOptions { log_start_offset: Some(40), ..fx.options() };
     let log = UnifiedLog::open(&fx.dir, cfg.clone(), options).unwrap();
     assert_eq!((log.log_start_offset(), log.log_end_offset(), log.high_watermark()), (40, 40, 40));
@@ -323,11 +312,11 @@ fn log_start_checkpoint_beyond_the_log_end_wipes_the_log() {
     assert_eq!(append_values(&log, T0, &["x"]), 40);
     // A checkpoint inside the log just moves the log start.
     let fx = Fixture::new();
-    three_segments(&fx, &cfg).close().unwrap();
+    fifteen_records_in_three_segments(&fx, &cfg).close().unwrap();
     let options = LogOpenOptions { log_start_offset: Some(7), ..fx.options() };
     let log = UnifiedLog::open(&fx.dir, cfg.clone(), options).unwrap();
     assert_eq!((log.log_start_offset(), log.log_end_offset(), log.number_of_segments()), (7, 15, 3));
-    assert_eq!(read_all(&log, 7), expected(7..15));
+    assert_eq!(read_all(&log, 7), expected_records(7..15));
 }
 
 #[test]
@@ -357,7 +346,7 @@ fn recovery_of_a_segment_with_offsets_going_backwards_keeps_the_prefix() {
     assert_eq!(log.log_end_offset(), 2);
     assert_eq!(log.segments().iter().map(|s| s.base_offset()).collect::<Vec<_>>(), vec![0]);
     assert_eq!(log.load_result().bytes_truncated, b[2..].iter().map(|b| b.size as u64).sum::<u64>());
-    assert_eq!(read_all(&log, 0), expected(0..2));
+    assert_eq!(read_all(&log, 0), expected_records(0..2));
     assert_eq!(append_values(&log, T0, &["again"]), 2);
 }
 

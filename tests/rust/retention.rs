@@ -7,14 +7,12 @@ use kafkalog::error::Error;
 use kafkalog::log::unified_log::{DeletedSegment, LogOpenOptions, RetentionReason};
 use kafkalog::{FetchIsolation, LogConfig, UnifiedLog};
 
-use crate::common::{append_values, config, decode, files_with_suffix, scan_all, values_batch, Fixture, Rec, T0};
+use crate::common::{
+    append_values, config, decode, files_with_suffix, scan_all, segment_bases, segment_file_name, values_batch,
+    Fixture, Rec, T0,
+};
 
 use RetentionReason::{LogStartOffsetBreach, RetentionMsBreach, RetentionSizeBreach};
-
-/// `<20-digit base><suffix>`.
-fn name(base: i64, suffix: &str) -> String {
-    format!("{base:020}{suffix}")
-}
 
 /// A log with one segment per entry of `segments`, each holding one single-record batch per
 /// timestamp (appended as a follower, so any timestamp goes), values `v<offset>`.
@@ -33,10 +31,6 @@ fn log_with_segments(fx: &Fixture, cfg: &LogConfig, segments: &[&[i64]]) -> Unif
     log
 }
 
-fn bases(log: &UnifiedLog) -> Vec<i64> {
-    log.segments().iter().map(|s| s.base_offset()).collect()
-}
-
 fn sizes(log: &UnifiedLog) -> Vec<u64> {
     log.segments().iter().map(|s| s.size()).collect()
 }
@@ -49,7 +43,7 @@ fn summary(deleted: &[DeletedSegment]) -> Vec<(i64, i64, RetentionReason)> {
 fn segment_files(bases: &[i64], suffix: &str) -> Vec<String> {
     let mut out: Vec<String> = bases
         .iter()
-        .flat_map(|b| [".index", ".log", ".timeindex"].map(|e| name(*b, &format!("{e}{suffix}"))))
+        .flat_map(|b| [".index", ".log", ".timeindex"].map(|e| segment_file_name(*b, &format!("{e}{suffix}"))))
         .collect();
     out.sort();
     out
@@ -65,7 +59,7 @@ fn delete_old_segments_by_retention_ms() {
     let cfg = config(&[("retention.ms", "10000"), ("file.delete.delay.ms", "1000")]);
     let young = T0 + 20_000;
     let log = log_with_segments(&fx, &cfg, &[&[T0, T0], &[T0 + 1000], &[young], &[T0], &[young]]);
-    assert_eq!(bases(&log), vec![0, 2, 3, 4, 5]);
+    assert_eq!(segment_bases(&log), vec![0, 2, 3, 4, 5]);
     let first_size = log.segments()[0].size();
 
     fx.clock.set(T0 + 11_000);
@@ -88,7 +82,7 @@ fn delete_old_segments_by_retention_ms() {
     let result = log.delete_old_segments().unwrap();
     assert_eq!(summary(&result.deleted), vec![(2, 3, RetentionMsBreach)]);
     assert!(result.warnings.is_empty());
-    assert_eq!(bases(&log), vec![3, 4, 5], "the old segment 4 stays behind the young segment 3");
+    assert_eq!(segment_bases(&log), vec![3, 4, 5], "the old segment 4 stays behind the young segment 3");
     assert_eq!(log.log_start_offset(), 3);
     assert!(matches!(
         log.read(2, 1 << 20, FetchIsolation::LogEnd, true),
@@ -107,7 +101,7 @@ fn delete_old_segments_by_retention_ms() {
     fx.clock.advance(1);
     log.delete_due_files().unwrap();
     assert!(files_with_suffix(&fx.dir, ".deleted").is_empty());
-    assert_eq!(files_with_suffix(&fx.dir, ".log"), [3, 4, 5].map(|b| name(b, ".log")));
+    assert_eq!(files_with_suffix(&fx.dir, ".log"), [3, 4, 5].map(|b| segment_file_name(b, ".log")));
 }
 
 /// testRetentionIdempotency: raising the log start offset unblocks time retention behind it
@@ -126,7 +120,7 @@ fn retention_idempotency() {
     log.delete_records(1).unwrap();
     let result = log.delete_old_segments().unwrap();
     assert_eq!(summary(&result.deleted), vec![(0, 1, LogStartOffsetBreach), (1, 2, RetentionMsBreach)]);
-    assert_eq!(bases(&log), vec![2]);
+    assert_eq!(segment_bases(&log), vec![2]);
     assert!(log.delete_old_segments().unwrap().deleted.is_empty());
     assert_eq!(files_with_suffix(&fx.dir, ".deleted"), Vec::<String>::new(), "no delay: unlinked at once");
 }
@@ -156,7 +150,7 @@ fn delete_old_segments_by_retention_bytes() {
         vec![(1, 2, RetentionSizeBreach), (2, 3, RetentionSizeBreach)],
         "diff 2S: two segments, then the active one would overshoot"
     );
-    assert_eq!((bases(&log), log.log_start_offset()), (vec![3], 3));
+    assert_eq!((segment_bases(&log), log.log_start_offset()), (vec![3], 3));
 }
 
 /// Size retention when the log is exactly `retention.bytes`: diff is 0, so only a leading
@@ -173,10 +167,10 @@ fn size_retention_at_exactly_the_limit_deletes_a_leading_empty_segment() {
         log.roll().unwrap();
         append_values(&log, T0, &["v4"]);
         log.close().unwrap();
-        std::fs::write(fx.dir.join(name(0, ".log")), b"").unwrap();
+        std::fs::write(fx.dir.join(segment_file_name(0, ".log")), b"").unwrap();
     }
     let log = fx.open(&cfg);
-    assert_eq!((bases(&log), log.log_start_offset()), (vec![0, 3, 4], 0));
+    assert_eq!((segment_bases(&log), log.log_start_offset()), (vec![0, 3, 4], 0));
     let size = log.size_in_bytes();
     let with_retention = |bytes: u64| {
         config(&[("retention.ms", "-1"), ("file.delete.delay.ms", "0"), ("retention.bytes", &bytes.to_string())])
@@ -187,7 +181,7 @@ fn size_retention_at_exactly_the_limit_deletes_a_leading_empty_segment() {
     let result = log.delete_old_segments().unwrap();
     assert_eq!(summary(&result.deleted), vec![(0, 3, RetentionSizeBreach)]);
     assert_eq!(result.deleted[0].size, 0);
-    assert_eq!((bases(&log), log.log_start_offset(), log.size_in_bytes()), (vec![3, 4], 3, size));
+    assert_eq!((segment_bases(&log), log.log_start_offset(), log.size_in_bytes()), (vec![3, 4], 3, size));
 }
 
 /// testCannotDeleteSegmentsAtOrAboveHighWatermark: a segment goes only once the high watermark
@@ -208,7 +202,7 @@ fn cannot_delete_segments_at_or_above_high_watermark() {
     assert_eq!(log.log_start_offset(), 3);
     assert_eq!(deleted_at_hw(5), vec![]);
     assert_eq!(deleted_at_hw(9), vec![(3, 6, RetentionMsBreach), (6, 9, RetentionMsBreach)]);
-    assert_eq!((bases(&log), log.log_start_offset(), log.log_end_offset()), (vec![9], 9, 9));
+    assert_eq!((segment_bases(&log), log.log_start_offset(), log.log_end_offset()), (vec![9], 9, 9));
 }
 
 /// testThatGarbageCollectingSegmentsDoesntChangeOffset: when every segment is deletable the log
@@ -227,7 +221,10 @@ fn garbage_collecting_segments_doesnt_change_offset() {
         let result = log.delete_old_segments().unwrap();
         assert_eq!(result.deleted.len(), messages as usize, "{messages} messages");
         assert_eq!(log.log_end_offset(), messages);
-        assert_eq!((bases(&log), log.log_start_offset(), log.segments()[0].size()), (vec![messages], messages, 0));
+        assert_eq!(
+            (segment_bases(&log), log.log_start_offset(), log.segments()[0].size()),
+            (vec![messages], messages, 0)
+        );
         assert!(log.delete_old_segments().unwrap().deleted.is_empty(), "an empty last segment never goes");
         assert_eq!(log.log_end_offset(), messages);
         assert_eq!(append_values(&log, T0, &["next"]), messages);
@@ -257,7 +254,7 @@ fn log_deletion_after_delete_records() {
         assert_eq!(after_delete_records(1), vec![], "{policy}");
         assert_eq!(after_delete_records(6), vec![(0, 5, LogStartOffsetBreach)], "{policy}");
         assert_eq!(after_delete_records(15), vec![(5, 10, LogStartOffsetBreach)], "{policy}");
-        assert_eq!(bases(&log), vec![10], "{policy}: the last segment stays");
+        assert_eq!(segment_bases(&log), vec![10], "{policy}: the last segment stays");
         assert_eq!(log.log_end_offset(), 15, "{policy}");
     }
 }
@@ -286,7 +283,7 @@ fn segment_with_future_timestamps_is_kept_with_a_warning() {
     let result = log.delete_old_segments().unwrap();
     assert_eq!(summary(&result.deleted), vec![(0, 1, RetentionMsBreach), (1, 2, RetentionMsBreach)]);
     assert!(result.warnings.is_empty(), "{:?}", result.warnings);
-    assert_eq!(bases(&log), vec![2]);
+    assert_eq!(segment_bases(&log), vec![2]);
 }
 
 /// kafkalog's opt-in cap: a segment with future timestamps is judged by its file's mtime.
@@ -318,22 +315,22 @@ fn retention_deletes_producer_snapshots_after_the_delay() {
     let cfg = config(&[("retention.ms", "1000"), ("file.delete.delay.ms", "500")]);
     let log = log_with_segments(&fx, &cfg, &[&[T0, T0, T0], &[T0, T0, T0], &[T0 + 9_500]]);
     for base in [0, 3, 6] {
-        std::fs::write(fx.dir.join(name(base, ".snapshot")), b"").unwrap();
+        std::fs::write(fx.dir.join(segment_file_name(base, ".snapshot")), b"").unwrap();
     }
     fx.clock.advance(10_000);
     assert_eq!(summary(&log.delete_old_segments().unwrap().deleted).len(), 2);
     assert_eq!(
         files_with_suffix(&fx.dir, ".snapshot.deleted"),
-        [name(0, ".snapshot.deleted"), name(3, ".snapshot.deleted")]
+        [segment_file_name(0, ".snapshot.deleted"), segment_file_name(3, ".snapshot.deleted")]
     );
-    assert_eq!(files_with_suffix(&fx.dir, ".snapshot"), [name(6, ".snapshot")]);
+    assert_eq!(files_with_suffix(&fx.dir, ".snapshot"), [segment_file_name(6, ".snapshot")]);
     fx.clock.advance(499);
     log.delete_due_files().unwrap();
     assert_eq!(files_with_suffix(&fx.dir, ".snapshot.deleted").len(), 2);
     fx.clock.advance(1);
     log.delete_due_files().unwrap();
     assert!(files_with_suffix(&fx.dir, ".deleted").is_empty());
-    assert_eq!(files_with_suffix(&fx.dir, ".snapshot"), [name(6, ".snapshot")]);
+    assert_eq!(files_with_suffix(&fx.dir, ".snapshot"), [segment_file_name(6, ".snapshot")]);
 }
 
 /// testAsyncDelete: deleted segments are renamed `.deleted` at once and their original names

@@ -20,20 +20,20 @@ fn create(dir: &Path, base: i64, index_interval: usize, clock: SharedClock) -> L
 
 /// Kafka's `records(offset, values...)`: one batch at `offset`, every record timestamped
 /// `offset * 10`.
-fn records(offset: i64, values: &[&str]) -> Vec<u8> {
+fn batch_at(offset: i64, values: &[&str]) -> Vec<u8> {
     values_batch(offset, offset * 10, values)
 }
 
 /// Appends `bytes` (one batch) the way `UnifiedLog` does; the segment takes the max timestamp
 /// from the batch header.
-fn append(seg: &LogSegment, bytes: &[u8]) {
+fn segment_append(seg: &LogSegment, bytes: &[u8]) {
     let b = batches(bytes)[0];
     let count = (b.last_offset - b.base_offset + 1) as u64;
     seg.append(b.last_offset, bytes, count).expect("segment append");
 }
 
 /// The bytes `LogSegment::read` selects, bounded by the segment size.
-fn read(seg: &LogSegment, start: i64, max_size: u64, min_one: bool) -> Option<Vec<u8>> {
+fn segment_read(seg: &LogSegment, start: i64, max_size: u64, min_one: bool) -> Option<Vec<u8>> {
     let slice = seg.read(start, max_size, seg.size(), min_one).expect("segment read")?;
     let mut out = Vec::new();
     seg.log().read_into(slice.position, slice.size as usize, &mut out).expect("read slice");
@@ -54,7 +54,7 @@ fn append_for_log_segment_offset_overflow_is_rejected() {
     ];
     for (base, largest) in cases {
         let seg = create(dir.path(), base, 10, system_clock());
-        let bytes = records(0, &["hello"]);
+        let bytes = batch_at(0, &["hello"]);
         let err = seg.append(largest, &bytes, 1).unwrap_err();
         assert!(
             matches!(err, Error::OffsetOverflow { base_offset, offset } if base_offset == base && offset == largest)
@@ -69,9 +69,9 @@ fn read_before_first_offset_returns_the_first_batch() {
     // testReadBeforeFirstOffset.
     let dir = tempfile::tempdir().unwrap();
     let seg = create(dir.path(), 40, 10, system_clock());
-    let ms = records(50, &["hello", "there", "little", "bee"]);
-    append(&seg, &ms);
-    assert_eq!(read(&seg, 41, 300, false).unwrap(), ms);
+    let ms = batch_at(50, &["hello", "there", "little", "bee"]);
+    segment_append(&seg, &ms);
+    assert_eq!(segment_read(&seg, 41, 300, false).unwrap(), ms);
 }
 
 #[test]
@@ -79,10 +79,10 @@ fn read_after_last_offset_is_none() {
     // testReadAfterLast and testReadOnEmptySegment.
     let dir = tempfile::tempdir().unwrap();
     let seg = create(dir.path(), 40, 10, system_clock());
-    assert!(read(&seg, 40, 300, false).is_none(), "empty segment");
-    append(&seg, &records(50, &["hello", "there"]));
-    assert!(read(&seg, 52, 200, false).is_none());
-    assert!(read(&seg, 51, 200, false).is_some(), "the last offset itself is readable");
+    assert!(segment_read(&seg, 40, 300, false).is_none(), "empty segment");
+    segment_append(&seg, &batch_at(50, &["hello", "there"]));
+    assert!(segment_read(&seg, 52, 200, false).is_none());
+    assert!(segment_read(&seg, 51, 200, false).is_some(), "the last offset itself is readable");
 }
 
 #[test]
@@ -90,27 +90,27 @@ fn read_from_gap_returns_the_next_batch() {
     // testReadFromGap.
     let dir = tempfile::tempdir().unwrap();
     let seg = create(dir.path(), 40, 10, system_clock());
-    append(&seg, &records(50, &["hello", "there"]));
-    let ms2 = records(60, &["alpha", "beta"]);
-    append(&seg, &ms2);
-    assert_eq!(read(&seg, 55, 200, false).unwrap(), ms2);
+    segment_append(&seg, &batch_at(50, &["hello", "there"]));
+    let ms2 = batch_at(60, &["alpha", "beta"]);
+    segment_append(&seg, &ms2);
+    assert_eq!(segment_read(&seg, 55, 200, false).unwrap(), ms2);
 }
 
 #[test]
 fn read_respects_max_size_and_min_one_message() {
     let dir = tempfile::tempdir().unwrap();
     let seg = create(dir.path(), 0, 10, system_clock());
-    let first = records(0, &["a", "b"]);
-    let second = records(2, &["c"]);
-    append(&seg, &first);
-    append(&seg, &second);
+    let first = batch_at(0, &["a", "b"]);
+    let second = batch_at(2, &["c"]);
+    segment_append(&seg, &first);
+    segment_append(&seg, &second);
     // A budget smaller than the first batch: nothing, unless min_one_message.
-    assert_eq!(read(&seg, 0, 1, false).unwrap(), Vec::<u8>::new());
-    assert_eq!(read(&seg, 0, 1, true).unwrap(), first);
+    assert_eq!(segment_read(&seg, 0, 1, false).unwrap(), Vec::<u8>::new());
+    assert_eq!(segment_read(&seg, 0, 1, true).unwrap(), first);
     // Whole batches only: one byte short of both batches gives the first.
     let both = (first.len() + second.len()) as u64;
-    assert_eq!(read(&seg, 0, both - 1, false).unwrap(), first);
-    assert_eq!(read(&seg, 1, both, false).unwrap(), [first.clone(), second].concat());
+    assert_eq!(segment_read(&seg, 0, both - 1, false).unwrap(), first);
+    assert_eq!(segment_read(&seg, 1, both, false).unwrap(), [first.clone(), second].concat());
     // max_position bounds the read at a batch boundary.
     let slice = seg.read(0, 10_000, first.len() as u64, false).unwrap().unwrap();
     assert_eq!((slice.position, slice.size), (0, first.len() as u64));
@@ -122,14 +122,14 @@ fn truncate_removes_the_batches_at_and_after_the_offset() {
     let dir = tempfile::tempdir().unwrap();
     let seg = create(dir.path(), 40, 10, system_clock());
     for offset in 40..70 {
-        let ms1 = records(offset, &["hello"]);
-        append(&seg, &ms1);
-        let ms2 = records(offset + 1, &["hello"]);
-        append(&seg, &ms2);
-        assert_eq!(offsets(&read(&seg, offset, 10_000, false).unwrap()), vec![offset, offset + 1]);
+        let ms1 = batch_at(offset, &["hello"]);
+        segment_append(&seg, &ms1);
+        let ms2 = batch_at(offset + 1, &["hello"]);
+        segment_append(&seg, &ms2);
+        assert_eq!(offsets(&segment_read(&seg, offset, 10_000, false).unwrap()), vec![offset, offset + 1]);
         let truncated = seg.truncate_to(offset + 1).unwrap();
         assert_eq!(truncated, ms2.len() as u64);
-        assert_eq!(read(&seg, offset, 10_000, false).unwrap(), ms1);
+        assert_eq!(segment_read(&seg, offset, 10_000, false).unwrap(), ms1);
         assert_eq!(seg.read_next_offset().unwrap(), offset + 1);
     }
 }
@@ -139,10 +139,10 @@ fn truncate_to_an_offset_in_a_gap_removes_the_later_batch() {
     // shouldTruncateEvenIfOffsetPointsToAGapInTheLog.
     let dir = tempfile::tempdir().unwrap();
     let seg = create(dir.path(), 40, 10, system_clock());
-    append(&seg, &records(40, &["first message"]));
-    append(&seg, &records(43, &["message after gap"]));
+    segment_append(&seg, &batch_at(40, &["first message"]));
+    segment_append(&seg, &batch_at(43, &["message after gap"]));
     seg.truncate_to(41).unwrap();
-    let left = batches(&read(&seg, 40, 10_000, false).unwrap());
+    let left = batches(&segment_read(&seg, 40, 10_000, false).unwrap());
     assert_eq!(left.iter().map(|b| b.base_offset).collect::<Vec<_>>(), vec![40]);
 }
 
@@ -153,7 +153,7 @@ fn truncate_full_resets_creation_time_and_allows_reappending() {
     let clock = ManualClock::new(1_000_000);
     let seg = create(dir.path(), 40, 10, clock.clone());
     // Records without timestamps: the roll clock runs from the segment's creation.
-    append(&seg, &values_batch(40, -1, &["hello", "there"]));
+    segment_append(&seg, &values_batch(40, -1, &["hello", "there"]));
     clock.advance(500);
     assert_eq!(seg.time_waited_for_roll(clock.milliseconds(), -1).unwrap(), 500);
     seg.truncate_to(0).unwrap();
@@ -161,8 +161,8 @@ fn truncate_full_resets_creation_time_and_allows_reappending() {
     assert_eq!(seg.time_waited_for_roll(clock.milliseconds(), -1).unwrap(), 0);
     assert!(!seg.time_index().get().unwrap().is_full());
     assert!(!seg.offset_index().get().unwrap().is_full());
-    assert!(read(&seg, 0, 1024, false).is_none(), "segment should be empty");
-    append(&seg, &records(40, &["hello", "there"]));
+    assert!(segment_read(&seg, 0, 1024, false).is_none(), "segment should be empty");
+    segment_append(&seg, &batch_at(40, &["hello", "there"]));
     assert_eq!(seg.read_next_offset().unwrap(), 42);
 }
 
@@ -209,10 +209,10 @@ fn reload_largest_timestamp_and_next_offset_after_truncation() {
     // testReloadLargestTimestampAndNextOffsetAfterTruncation: the caller passes the offset as
     // the timestamp, but the batches hold offset * 10; truncation re-reads the data.
     let dir = tempfile::tempdir().unwrap();
-    let interval = 2 * records(0, &["hello"]).len() - 1;
+    let interval = 2 * batch_at(0, &["hello"]).len() - 1;
     let seg = create(dir.path(), 40, interval, system_clock());
     for offset in 40..70 {
-        append(&seg, &records(offset, &["hello"]));
+        segment_append(&seg, &batch_at(offset, &["hello"]));
     }
     assert_eq!(seg.read_next_offset().unwrap(), 70);
     assert_eq!(seg.time_index().get().unwrap().entries(), 30 / 2 - 1);
@@ -226,10 +226,10 @@ fn reload_largest_timestamp_and_next_offset_after_truncation() {
 fn find_offset_by_timestamp() {
     // testFindOffsetByTimestamp.
     let dir = tempfile::tempdir().unwrap();
-    let interval = records(0, &["msg00"]).len() * 2 - 1;
+    let interval = batch_at(0, &["msg00"]).len() * 2 - 1;
     let seg = create(dir.path(), 40, interval, system_clock());
     for i in 40..50 {
-        append(&seg, &records(i, &[&format!("msg{i}")]));
+        segment_append(&seg, &batch_at(i, &[&format!("msg{i}")]));
     }
     assert_eq!(seg.largest_timestamp().unwrap(), 490);
     let find = |ts: i64| seg.find_offset_by_timestamp(ts, 0).unwrap().map(|t| (t.offset, t.timestamp));
@@ -250,7 +250,7 @@ fn next_offset_calculation() {
     let dir = tempfile::tempdir().unwrap();
     let seg = create(dir.path(), 40, 10, system_clock());
     assert_eq!(seg.read_next_offset().unwrap(), 40);
-    append(&seg, &records(50, &["hello", "there", "you"]));
+    segment_append(&seg, &batch_at(50, &["hello", "there", "you"]));
     assert_eq!(seg.read_next_offset().unwrap(), 53);
 }
 
@@ -282,9 +282,9 @@ fn first_batch_timestamp() {
     let dir = tempfile::tempdir().unwrap();
     let seg = create(dir.path(), 1, 10, system_clock());
     assert_eq!(seg.first_batch_timestamp().unwrap(), None);
-    append(&seg, &values_batch(1, 1000, &["one"]));
+    segment_append(&seg, &values_batch(1, 1000, &["one"]));
     assert_eq!(seg.first_batch_timestamp().unwrap(), Some(1000));
-    append(&seg, &values_batch(2, 5000, &["two"]));
+    segment_append(&seg, &values_batch(2, 5000, &["two"]));
     assert_eq!(seg.first_batch_timestamp().unwrap(), Some(1000), "the first batch decides");
 }
 
@@ -294,14 +294,14 @@ fn recovery_fixes_corrupt_index() {
     let dir = tempfile::tempdir().unwrap();
     let seg = create(dir.path(), 0, 10, system_clock());
     for i in 0..100 {
-        append(&seg, &records(i, &[&i.to_string()]));
+        segment_append(&seg, &batch_at(i, &[&i.to_string()]));
     }
     let index = dir.path().join("00000000000000000000.index");
     let len = std::fs::metadata(&index).unwrap().len();
     write_nonsense(&index, 5, (len - 5) as usize, 7);
     assert_eq!(seg.recover().unwrap(), 0, "the data was fine");
     for i in 0..100 {
-        let bytes = read(&seg, i, 1, true).unwrap();
+        let bytes = segment_read(&seg, i, 1, true).unwrap();
         assert_eq!(offsets(&bytes)[0], i);
     }
 }
@@ -312,7 +312,7 @@ fn recovery_fixes_corrupt_time_index() {
     let dir = tempfile::tempdir().unwrap();
     let seg = create(dir.path(), 0, 10, system_clock());
     for i in 0..100 {
-        append(&seg, &records(i, &[&i.to_string()]));
+        segment_append(&seg, &batch_at(i, &[&i.to_string()]));
     }
     let index = dir.path().join("00000000000000000000.timeindex");
     let len = std::fs::metadata(&index).unwrap().len();
@@ -335,7 +335,7 @@ fn recovery_with_corrupt_message_truncates_from_that_batch() {
         let dir = tempfile::tempdir().unwrap();
         let seg = create(dir.path(), 0, 10, system_clock());
         for i in 0..20 {
-            append(&seg, &records(i, &[&i.to_string()]));
+            segment_append(&seg, &batch_at(i, &[&i.to_string()]));
         }
         let corrupt_from = rng.below(20) as i64;
         let at = seg.log().search_for_offset_with_size(corrupt_from, 0).unwrap().0.unwrap().position;
@@ -359,7 +359,7 @@ fn recovery_after_a_flipped_byte_mid_file_reports_the_bytes_cut() {
     let dir = tempfile::tempdir().unwrap();
     let seg = create(dir.path(), 0, 10, system_clock());
     for i in 0..10 {
-        append(&seg, &records(i, &["some value"]));
+        segment_append(&seg, &batch_at(i, &["some value"]));
     }
     let hit = seg.log().search_for_offset_with_size(5, 0).unwrap().0.unwrap();
     let size = seg.size();
@@ -397,10 +397,10 @@ fn create_with_init_file_size_append_message() {
     let seg = LogSegment::open(dir.path(), 40, &cfg, system_clock(), "", true, false).unwrap();
     assert_eq!(seg.log().file_len().unwrap(), 1_048_576, "preallocated");
     assert_eq!(seg.size(), 0);
-    append(&seg, &records(50, &["hello", "there"]));
-    let ms2 = records(60, &["alpha", "beta"]);
-    append(&seg, &ms2);
-    assert_eq!(read(&seg, 55, 200, false).unwrap(), ms2);
+    segment_append(&seg, &batch_at(50, &["hello", "there"]));
+    let ms2 = batch_at(60, &["alpha", "beta"]);
+    segment_append(&seg, &ms2);
+    assert_eq!(segment_read(&seg, 55, 200, false).unwrap(), ms2);
     assert_eq!(seg.read_next_offset().unwrap(), 62, "the zeros after the data are not batches");
 }
 
@@ -409,13 +409,13 @@ fn create_with_init_file_size_clear_shutdown() {
     // testCreateWithInitFileSizeClearShutdown: close trims the file; reopening keeps it as is.
     let dir = tempfile::tempdir().unwrap();
     let cfg = prealloc_config();
-    let ms2 = records(60, &["alpha", "beta"]);
+    let ms2 = batch_at(60, &["alpha", "beta"]);
     let old_size;
     {
         let seg = LogSegment::open(dir.path(), 40, &cfg, system_clock(), "", true, false).unwrap();
-        append(&seg, &records(50, &["hello", "there"]));
-        append(&seg, &ms2);
-        assert_eq!(read(&seg, 55, 200, false).unwrap(), ms2);
+        segment_append(&seg, &batch_at(50, &["hello", "there"]));
+        segment_append(&seg, &ms2);
+        assert_eq!(segment_read(&seg, 55, 200, false).unwrap(), ms2);
         old_size = seg.size();
         assert_eq!(seg.log().file_len().unwrap(), 1_048_576);
         seg.close().unwrap();
@@ -423,10 +423,10 @@ fn create_with_init_file_size_clear_shutdown() {
         assert_eq!(std::fs::metadata(seg.path()).unwrap().len(), old_size);
     }
     let reopened = LogSegment::open(dir.path(), 40, &cfg, system_clock(), "", true, false).unwrap();
-    assert_eq!(read(&reopened, 55, 200, false).unwrap(), ms2);
+    assert_eq!(segment_read(&reopened, 55, 200, false).unwrap(), ms2);
     assert_eq!(reopened.size(), old_size);
     assert_eq!(reopened.log().file_len().unwrap(), old_size, "an existing file is not preallocated again");
-    assert_eq!(decode(&read(&reopened, 0, 10_000, false).unwrap()).len(), 4);
+    assert_eq!(decode(&segment_read(&reopened, 0, 10_000, false).unwrap()).len(), 4);
 }
 
 #[test]
@@ -434,13 +434,13 @@ fn read_only_segment_refuses_writes() {
     let dir = tempfile::tempdir().unwrap();
     {
         let seg = create(dir.path(), 0, 10, system_clock());
-        append(&seg, &records(0, &["a"]));
+        segment_append(&seg, &batch_at(0, &["a"]));
         seg.close().unwrap();
     }
     let before = std::fs::read(dir.path().join("00000000000000000000.log")).unwrap();
     let cfg = seg_config(10);
     let seg = LogSegment::open(dir.path(), 0, &cfg, system_clock(), "", false, true).unwrap();
-    assert!(matches!(seg.append(1, &records(1, &["b"]), 1), Err(Error::ReadOnly { .. })));
+    assert!(matches!(seg.append(1, &batch_at(1, &["b"]), 1), Err(Error::ReadOnly { .. })));
     assert!(matches!(seg.recover(), Err(Error::ReadOnly { .. })));
     assert_eq!(seg.read_next_offset().unwrap(), 1);
     assert_eq!(std::fs::read(dir.path().join("00000000000000000000.log")).unwrap(), before);

@@ -14,15 +14,12 @@ use kafkalog::manager::loading::{DirRecoveryProgress, ProgressCallback};
 use kafkalog::manager::log_manager::{LogManager, LogManagerOptions};
 use kafkalog::util::clock::ManualClock;
 use kafkalog::util::file::DirLock;
-use kafkalog::LogManagerConfig;
 
-use crate::common::{append_values, scan_all, T0};
+use crate::common::{append_values, manager_config, scan_all, T0};
 
-fn config(dir: &Path) -> LogManagerConfig {
-    LogManagerConfig::from_props([("log.dirs", dir.display().to_string().as_str())]).unwrap()
-}
-
-fn options(timeout: Duration, progress: Option<ProgressCallback>) -> LogManagerOptions {
+/// A start-up on a manual clock, no scheduler thread, waiting up to `timeout` for a locked
+/// partition and reporting to `progress`.
+fn lock_wait_options(timeout: Duration, progress: Option<ProgressCallback>) -> LogManagerOptions {
     LogManagerOptions {
         clock: ManualClock::new(T0),
         start_scheduler: false,
@@ -34,7 +31,7 @@ fn options(timeout: Duration, progress: Option<ProgressCallback>) -> LogManagerO
 
 /// A log dir holding `orders-0` with one record, closed cleanly.
 fn log_dir(dir: &Path) -> std::path::PathBuf {
-    let m = LogManager::open(config(dir), options(Duration::ZERO, None)).unwrap();
+    let m = LogManager::open(manager_config(&[dir], &[]), lock_wait_options(Duration::ZERO, None)).unwrap();
     let log = m.get_or_create_log(&TopicPartition::new("orders", 0), None, None).unwrap();
     append_values(&log, T0, &["v"]);
     m.close(-1).unwrap();
@@ -46,7 +43,9 @@ fn a_locked_partition_fails_the_start_up_after_the_timeout_naming_it_and_its_hol
     let tmp = tempfile::tempdir().unwrap();
     let partition = log_dir(tmp.path());
     let _held = DirLock::try_lock(&partition).unwrap();
-    let err = LogManager::open(config(tmp.path()), options(Duration::ZERO, None)).map(|_| ()).unwrap_err();
+    let err = LogManager::open(manager_config(&[tmp.path()], &[]), lock_wait_options(Duration::ZERO, None))
+        .map(|_| ())
+        .unwrap_err();
     let me = std::process::id();
     match &err {
         Error::LogDirLocked { path, holder, waited_ms } => {
@@ -75,8 +74,9 @@ fn a_locked_partition_is_waited_for_and_loaded_when_released() {
     // The timeout only guards against a hang; the lock is released as soon as the start-up
     // says it waits.
     let dir = tmp.path().to_path_buf();
-    let opener =
-        std::thread::spawn(move || LogManager::open(config(&dir), options(Duration::from_secs(600), Some(progress))));
+    let opener = std::thread::spawn(move || {
+        LogManager::open(manager_config(&[&dir], &[]), lock_wait_options(Duration::from_secs(600), Some(progress)))
+    });
     loop {
         let waiting = rx.recv().expect("the start-up reports progress");
         if !waiting.is_empty() {

@@ -13,15 +13,15 @@ use kafkalog::record::CompressionType;
 use kafkalog::util::clock::{Clock, ManualClock};
 use kafkalog::UnifiedLog;
 
+use crate::common::cleaner::{compact_config, open_shared};
 use crate::common::{batch, Fixture, RecSpec, T0};
-use crate::log_cleaner::{compact_config, open};
 
 const RATE: f64 = 1_000_000.0;
 
 /// 1.2 MB of keyed records (1,200 of about 1 KB; each key written three times), in segments of
 /// 256 KiB, the last one rolled so all of it is cleanable.
 fn log_of_1_2_mb(fx: &Fixture) -> Arc<UnifiedLog> {
-    let log = open(fx, &compact_config(&[("internal.segment.bytes", "262144")]));
+    let log = open_shared(fx, &compact_config(&[("internal.segment.bytes", "262144")]));
     let value = vec![b'v'; 960];
     for chunk in 0..120 {
         let keys: Vec<Vec<u8>> = (0..10).map(|i| format!("key-{}", (chunk * 10 + i) % 400).into_bytes()).collect();

@@ -42,7 +42,7 @@ def fresh_env() -> dict[str, str]:
     return env
 
 
-def run(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_script(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     path = cwd / "script.py"
     path.write_text(script, encoding="utf-8")
     return subprocess.run(
@@ -51,7 +51,7 @@ def run(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProc
 
 
 def test_readme_spark_snippet_runs_as_written(tmp_path: Path) -> None:
-    done = run(spark_snippet(), tmp_path, fresh_env())
+    done = run_script(spark_snippet(), tmp_path, fresh_env())
     assert done.returncode == 0, done.stderr[-5000:]
     assert done.stdout.split() == ["900"], done.stdout
     assert sorted(p.name for p in (tmp_path / "data" / "logs").iterdir()) == [f"orders-{p}" for p in range(2)] + [
@@ -89,7 +89,7 @@ def test_register_says_how_to_fix_workers_that_cannot_import_kafkalog(tmp_path: 
     python.chmod(0o755)
     assert subprocess.run([str(python), "-c", "import kafkalog"], capture_output=True).returncode != 0
     env = {**fresh_env(), "PYSPARK_PYTHON": str(python)}
-    done = run(CHECK, tmp_path, env)
+    done = run_script(CHECK, tmp_path, env)
     assert done.returncode == 0, done.stderr[-5000:]
     out = done.stdout
     assert "REFUSED Spark's Python workers cannot run kafkalog (ModuleNotFoundError: No module named 'kafkalog')" in out, out

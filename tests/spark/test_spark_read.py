@@ -19,7 +19,7 @@ T0 = 1_700_000_000_000
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
-def fill(
+def write_partition(
     path: Path, n: int, *, per_batch: int = 5, codecs: tuple[str, ...] = ("none",), headers: bool = False, roll: bool = False
 ) -> list[Record]:
     """Appends ``n`` records with explicit timestamps T0 + 10 * offset, cycling through
@@ -44,7 +44,7 @@ def fill(
     return written
 
 
-def rows(df: DataFrame, headers: bool = False) -> list[tuple[Any, ...]]:
+def spark_rows(df: DataFrame, headers: bool = False) -> list[tuple[Any, ...]]:
     cols = ["topic", "partition", "offset", "key", "value", "unix_millis(timestamp)", "timestampType"]
     if headers:
         cols.append("transform(headers, h -> struct(h.key, h.value))")
@@ -57,7 +57,7 @@ def rows(df: DataFrame, headers: bool = False) -> list[tuple[Any, ...]]:
     return out
 
 
-def expected(topic: str, partition: int, written: list[Record], start: int = 0, headers: bool = False) -> list[tuple[Any, ...]]:
+def expected_spark_rows(topic: str, partition: int, written: list[Record], start: int = 0, headers: bool = False) -> list[tuple[Any, ...]]:
     out = []
     for i, r in enumerate(written):
         row: tuple[Any, ...] = (topic, partition, start + i, r.key, r.value, r.timestamp, 0)
@@ -75,18 +75,18 @@ def read(spark: SparkSession, path: Path | str, **options: str) -> DataFrame:
 
 
 def test_every_codec_with_headers_and_nulls_reads_back(spark: SparkSession, tmp_path: Path) -> None:
-    written = fill(tmp_path / "codecs-0", 50, codecs=CODECS, headers=True)
+    written = write_partition(tmp_path / "codecs-0", 50, codecs=CODECS, headers=True)
     df = read(spark, tmp_path / "codecs-0", includeHeaders="true")
     assert df.schema == kafka_schema(include_headers=True)
-    assert rows(df, headers=True) == expected("codecs", 0, written, headers=True)
+    assert spark_rows(df, headers=True) == expected_spark_rows("codecs", 0, written, headers=True)
     # the same rows the native reader gives, column for column
     with UnifiedLog.open(tmp_path / "codecs-0", read_only=True) as log:
         native = log.to_arrow().to_pylist()
-    assert [(r["offset"], r["key"], r["value"]) for r in native] == [(r[2], r[3], r[4]) for r in rows(df)]
+    assert [(r["offset"], r["key"], r["value"]) for r in native] == [(r[2], r[3], r[4]) for r in spark_rows(df)]
 
 
 def test_columns_are_spark_kafka_source_columns(spark: SparkSession, tmp_path: Path) -> None:
-    fill(tmp_path / "cols-0", 3)
+    write_partition(tmp_path / "cols-0", 3)
     df = read(spark, tmp_path / "cols-0")
     assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
         ("key", "binary"),
@@ -102,12 +102,12 @@ def test_columns_are_spark_kafka_source_columns(spark: SparkSession, tmp_path: P
 
 def test_path_forms_and_subscriptions(spark: SparkSession, tmp_path: Path) -> None:
     for name in ("a-0", "a-1", "b-0", "ab-0"):
-        fill(tmp_path / name, 4)
+        write_partition(tmp_path / name, 4)
     (tmp_path / "a-2.4f2c-delete").mkdir()  # Kafka's renamed dirs are never read
 
     def parts(**opts: str) -> list[tuple[str, int]]:
         df = read(spark, opts.pop("path", str(tmp_path)), **opts)
-        return sorted({(r[0], r[1]) for r in rows(df)})
+        return sorted({(r[0], r[1]) for r in spark_rows(df)})
 
     assert parts(subscribe="a") == [("a", 0), ("a", 1)]
     assert parts(subscribe="a, b") == [("a", 0), ("a", 1), ("b", 0)]
@@ -119,30 +119,30 @@ def test_path_forms_and_subscriptions(spark: SparkSession, tmp_path: Path) -> No
 
 
 def test_offset_options(spark: SparkSession, tmp_path: Path) -> None:
-    w0 = fill(tmp_path / "o-0", 20)
-    w1 = fill(tmp_path / "o-1", 10)
+    w0 = write_partition(tmp_path / "o-0", 20)
+    w1 = write_partition(tmp_path / "o-1", 10)
     sub = {"subscribe": "o"}
     spec = json.dumps({"o": {"0": 5, "1": -2}})
     end = json.dumps({"o": {"0": 12, "1": -1}})
-    got = rows(read(spark, tmp_path, startingOffsets=spec, endingOffsets=end, **sub))
-    assert got == expected("o", 0, w0[5:12], 5) + expected("o", 1, w1)
-    got = rows(read(spark, tmp_path, startingOffsets="earliest", endingOffsets="latest", **sub))
-    assert got == expected("o", 0, w0) + expected("o", 1, w1)
-    got = rows(read(spark, tmp_path, endingOffsets=json.dumps({"o": {"0": 3, "1": 0}}), **sub))
-    assert got == expected("o", 0, w0[:3])
+    got = spark_rows(read(spark, tmp_path, startingOffsets=spec, endingOffsets=end, **sub))
+    assert got == expected_spark_rows("o", 0, w0[5:12], 5) + expected_spark_rows("o", 1, w1)
+    got = spark_rows(read(spark, tmp_path, startingOffsets="earliest", endingOffsets="latest", **sub))
+    assert got == expected_spark_rows("o", 0, w0) + expected_spark_rows("o", 1, w1)
+    got = spark_rows(read(spark, tmp_path, endingOffsets=json.dumps({"o": {"0": 3, "1": 0}}), **sub))
+    assert got == expected_spark_rows("o", 0, w0[:3])
 
 
 def test_timestamp_options(spark: SparkSession, tmp_path: Path) -> None:
-    w0 = fill(tmp_path / "ts-0", 20)  # timestamps T0 + 10 * offset
-    w1 = fill(tmp_path / "ts-1", 20)
+    w0 = write_partition(tmp_path / "ts-0", 20)  # timestamps T0 + 10 * offset
+    w1 = write_partition(tmp_path / "ts-1", 20)
     sub = {"subscribe": "ts"}
-    got = rows(read(spark, tmp_path, startingTimestamp=str(T0 + 95), endingTimestamp=str(T0 + 150), **sub))
-    assert got == expected("ts", 0, w0[10:15], 10) + expected("ts", 1, w1[10:15], 10)
+    got = spark_rows(read(spark, tmp_path, startingTimestamp=str(T0 + 95), endingTimestamp=str(T0 + 150), **sub))
+    assert got == expected_spark_rows("ts", 0, w0[10:15], 10) + expected_spark_rows("ts", 1, w1[10:15], 10)
     by_ts = json.dumps({"ts": {"0": T0 + 180, "1": T0}})
-    got = rows(read(spark, tmp_path, startingOffsetsByTimestamp=by_ts, endingOffsetsByTimestamp=json.dumps({"ts": {"0": T0 + 10_000, "1": T0 + 20}}), **sub))
-    assert got == expected("ts", 0, w0[18:], 18) + expected("ts", 1, w1[:2])
+    got = spark_rows(read(spark, tmp_path, startingOffsetsByTimestamp=by_ts, endingOffsetsByTimestamp=json.dumps({"ts": {"0": T0 + 10_000, "1": T0 + 20}}), **sub))
+    assert got == expected_spark_rows("ts", 0, w0[18:], 18) + expected_spark_rows("ts", 1, w1[:2])
     # startingTimestamp wins over startingOffsets, as in Spark
-    got = rows(read(spark, tmp_path, startingTimestamp=str(T0 + 190), startingOffsets=json.dumps({"ts": {"0": 0, "1": 0}}), **sub))
+    got = spark_rows(read(spark, tmp_path, startingTimestamp=str(T0 + 190), startingOffsets=json.dumps({"ts": {"0": 0, "1": 0}}), **sub))
     assert [r[2] for r in got] == [19, 19]
     # no record that recent: an error by default, the latest offset with strategy "latest"
     with pytest.raises(Exception, match=r"startingTimestamp.*no record with timestamp"):
@@ -151,25 +151,25 @@ def test_timestamp_options(spark: SparkSession, tmp_path: Path) -> None:
 
 
 def test_min_partitions_splits_big_partitions(spark: SparkSession, tmp_path: Path) -> None:
-    w0 = fill(tmp_path / "m-0", 100, per_batch=7)
-    w1 = fill(tmp_path / "m-1", 10)
+    w0 = write_partition(tmp_path / "m-0", 100, per_batch=7)
+    w1 = write_partition(tmp_path / "m-1", 10)
     df = read(spark, tmp_path, subscribe="m", minPartitions="6")
     sizes = df.rdd.mapPartitions(lambda it: [sum(1 for _ in it)]).collect()
     assert sorted(sizes) == [10, 20, 20, 20, 20, 20]  # ideal 110/6: m-0 in round(100/18.3) = 5 parts, m-1 whole
-    assert rows(df) == expected("m", 0, w0) + expected("m", 1, w1)
+    assert spark_rows(df) == expected_spark_rows("m", 0, w0) + expected_spark_rows("m", 1, w1)
     assert read(spark, tmp_path, subscribe="m").rdd.getNumPartitions() == 2
 
 
 def test_fail_on_data_loss(spark: SparkSession, tmp_path: Path) -> None:
-    written = fill(tmp_path / "loss-0", 30, roll=True)
+    written = write_partition(tmp_path / "loss-0", 30, roll=True)
     with UnifiedLog.open(tmp_path / "loss-0", {"retention.ms": -1}) as log:  # T0 is years ago
         log.delete_records(12)
         log.delete_old_segments()  # segments [0, 5) and [5, 10) go: the log starts at 10 on disk
     spec = json.dumps({"loss": {"0": 5}})
     with pytest.raises(Exception, match=r"startingOffsets.*offset 5 is below the log start offset 10"):
         read(spark, tmp_path / "loss-0", startingOffsets=spec).collect()
-    got = rows(read(spark, tmp_path / "loss-0", startingOffsets=spec, failOnDataLoss="false"))
-    assert got == expected("loss", 0, written[10:], 10)
+    got = spark_rows(read(spark, tmp_path / "loss-0", startingOffsets=spec, failOnDataLoss="false"))
+    assert got == expected_spark_rows("loss", 0, written[10:], 10)
     past_end = json.dumps({"loss": {"0": 99}})
     with pytest.raises(Exception, match=r"endingOffsets.*ending offset 99 is past the log end offset 30"):
         read(spark, tmp_path / "loss-0", endingOffsets=past_end).collect()
@@ -194,7 +194,7 @@ def test_fail_on_data_loss(spark: SparkSession, tmp_path: Path) -> None:
     ],
 )
 def test_option_errors_name_the_option(spark: SparkSession, tmp_path: Path, options: dict[str, str], pattern: str) -> None:
-    fill(tmp_path / "err-0", 2)
+    write_partition(tmp_path / "err-0", 2)
     reader = spark.read.format("kafkalog").option("path", str(tmp_path / "err-0"))
     for k, v in options.items():
         reader = reader.option(k, v)
@@ -203,7 +203,7 @@ def test_option_errors_name_the_option(spark: SparkSession, tmp_path: Path, opti
 
 
 def test_missing_path_and_subscription_errors(spark: SparkSession, tmp_path: Path) -> None:
-    fill(tmp_path / "p-0", 1)
+    write_partition(tmp_path / "p-0", 1)
     with pytest.raises(Exception, match=r"option 'path' missing"):
         spark.read.format("kafkalog").load().collect()
     with pytest.raises(Exception, match=r"'path'.*is not a directory"):

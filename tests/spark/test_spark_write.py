@@ -11,20 +11,20 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
 
 from kafkalog import UnifiedLog
 from kafkalog.spark.partitioner import murmur2, partition_for_key
 from kafkalog.testing import Seam
 
-from spark_helpers import batch_codecs
+from kit.files import batch_codecs
 
 pytestmark = pytest.mark.spark
 
 HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 
 # Computed once with Apache Kafka 4.3.1's own code (kafka-clients-4.3.1.jar from
-# tests/interop/.cache/lib, plus slf4j-api): a 15-line Java class printing
+# tests/kit/jvm/.cache/lib, plus slf4j-api): a 15-line Java class printing
 # Utils.murmur2(key.getBytes(UTF_8)) and Utils.toPositive(Utils.murmur2(...)) % n.
 KAFKA_MURMUR2 = {
     b"": 275646681,
@@ -201,7 +201,7 @@ def test_writer_waits_for_another_writers_lock(spark: SparkSession, tmp_path: Pa
 # -- batch sizes: what one segment (and one message) can take --------------------------------
 
 
-def batch_sizes(path: Path) -> list[int]:
+def segment_batch_sizes(path: Path) -> list[int]:
     """The size of every batch (12 + its length field) in a partition's segments."""
     sizes = []
     for seg in sorted(path.glob("*.log")):
@@ -221,7 +221,7 @@ def test_batches_fit_a_small_internal_segment(spark: SparkSession, tmp_path: Pat
     n = 100_000
     df = spark.range(n, numPartitions=2).selectExpr("cast(id as string) as key", "cast(id * 7 as string) as value")
     write(df, tmp_path, topic="small", **{"internal.segment.bytes": "262144"})
-    sizes = batch_sizes(tmp_path / "small-0")
+    sizes = segment_batch_sizes(tmp_path / "small-0")
     assert len(sizes) > 4 and max(sizes) <= 262144
     assert max(sizes) > 262144 - 1000  # the batches are as big as the segment allows, not smaller
     assert len(list((tmp_path / "small-0").glob("*.log"))) > 4
@@ -247,7 +247,7 @@ def test_rows_near_a_mib_fit_the_minimum_segment_bytes(spark: SparkSession, tmp_
         rows = small + [exact if codec == "none" else squeezable]
         df = spark.createDataFrame(rows, "key binary, value binary").coalesce(1)
         write(df, tmp_path, topic=f"mib-{codec}", **{"segment.bytes": "1048576", "compression.type": codec})
-        sizes = batch_sizes(tmp_path / f"mib-{codec}-0")
+        sizes = segment_batch_sizes(tmp_path / f"mib-{codec}-0")
         assert max(sizes) <= 1048576, codec
         if codec == "none":
             assert 1048576 in sizes

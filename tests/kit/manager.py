@@ -1,4 +1,5 @@
-"""Shared helpers for the LogManager suites (test_log_manager.py, test_log_dir_failure.py).
+"""The LogManager suites' kit (test_log_manager.py, test_log_dir_failure.py, test_log_cleaner.py,
+test_logging.py), and the hang guard every suite's waits share.
 
 Every manager a test opens runs on a manual clock started at the wall clock (records get
 wall-clock timestamps unless given one, and Kafka rejects timestamps more than an hour ahead of
@@ -103,7 +104,8 @@ def partition_dirs(path: Path) -> list[str]:
 
 
 def leftover_temp_files(root: Path) -> list[str]:
-    """Files an interrupted replace or checkpoint would leave: .swap, .cleaned, .tmp."""
+    """Paths of the files under ``root`` (all its log dirs and partitions) that an interrupted
+    replace or checkpoint would leave: .swap, .cleaned, .tmp."""
     return sorted(
         str(p) for p in root.rglob("*") if p.is_file() and p.name.endswith((".swap", ".cleaned", ".tmp"))
     )

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Resolves the interop tests' Kafka jars from Maven Central into tests/interop/.cache/lib.
+# Resolves the Kafka jars of the interop tests and the benches' Kafka side from Maven Central into
+# tests/kit/jvm/.cache/lib.
 # Does nothing when the cache is complete and pom.xml has not changed since it was filled
 # (a stamp holding the pom's sha256). Prints the lib directory on success.
 set -euo pipefail

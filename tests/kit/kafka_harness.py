@@ -1,7 +1,10 @@
-"""Runs real Apache Kafka from the jars fetch-deps.sh resolves: a single-node KRaft broker on
-loopback, DumpLogSegments, and the javac'd helpers under java/.
+"""Runs real Apache Kafka from the jars jvm/fetch-deps.sh resolves: a single-node KRaft broker
+on loopback, DumpLogSegments, and the javac'd helpers under jvm/java/.
 
-Nothing here knows about pytest; conftest.py wraps it in fixtures.
+Nothing here knows about pytest: tests/interop/conftest.py wraps it in fixtures, and the
+``--kafka`` benches (benches/bench_common.py) call it directly. Both import it as
+``kit.kafka_harness`` (tests/ is on the path: pytest's ``pythonpath`` setting, and the
+``kafkalog-dev.pth`` file the Makefile writes into the venv).
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ from typing import Literal, TypeVar
 
 T = TypeVar("T")
 
-HERE = Path(__file__).resolve().parent
-CACHE = HERE / ".cache"
-JAVA_SOURCES = HERE / "java"
+JVM = Path(__file__).resolve().parent / "jvm"
+#: The jars Maven resolves (lib/) and the compiled helpers (classes-<digest>/); gitignored.
+CACHE = JVM / ".cache"
+JAVA_SOURCES = JVM / "java"
 
 # -Xshare:auto and a small heap keep a JVM start near a second; TieredStopAtLevel=1 helps the
 # short-lived tool runs (DumpLogSegments), not the broker.
@@ -65,7 +69,7 @@ class HarnessError(RuntimeError):
 def fetch_jars() -> Path:
     """Runs fetch-deps.sh (a no-op when the cache is current); returns the lib directory."""
     proc = subprocess.run(
-        ["bash", str(HERE / "fetch-deps.sh")], capture_output=True, text=True, timeout=900, check=False
+        ["bash", str(JVM / "fetch-deps.sh")], capture_output=True, text=True, timeout=900, check=False
     )
     if proc.returncode != 0:
         raise HarnessError(f"fetch-deps.sh failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
@@ -81,8 +85,8 @@ def kafka_version(lib: Path) -> str:
 
 
 def compile_helpers(lib: Path) -> Path:
-    """javac's java/*.java against the Kafka jars into .cache/classes (skipped when the sources
-    and the jar set are unchanged); returns the classes directory."""
+    """javac's jvm/java/*.java against the Kafka jars into jvm/.cache/classes-<digest> (skipped
+    when the sources and the jar set are unchanged); returns the classes directory."""
     sources = sorted(JAVA_SOURCES.glob("*.java"))
     digest = hashlib.sha256()
     for src in sources:
@@ -443,10 +447,11 @@ def _kafka():
     return kafka
 
 
-def create_topic(broker: KafkaBroker, topic: str, config: dict[str, str]) -> None:
+def create_topic(broker: KafkaBroker, topic: str, config: dict[str, str], partitions: int = 1) -> None:
+    """Creates ``topic`` (replication factor 1) and waits until the broker's metadata has it."""
     admin = _kafka().KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30000)
     try:
-        admin.create_topics([_kafka().admin.NewTopic(topic, 1, 1, topic_configs=config)], timeout_ms=30000)
+        admin.create_topics([_kafka().admin.NewTopic(topic, partitions, 1, topic_configs=config)], timeout_ms=30000)
         broker.await_state(lambda: topic in admin.list_topics(), f"topic {topic} in the metadata")
     finally:
         admin.close()
@@ -481,6 +486,22 @@ def produce(
             f.get(timeout=30)
     finally:
         producer.close()
+
+
+def produce_records(broker: KafkaBroker, topic: str, records: Iterable, codec: str, partition: int = 0) -> None:
+    """:func:`produce` for ``kafkalog.Record`` objects. kafka-python's producer takes no null
+    header values, so those headers are left out (the caller builds its expectation from what
+    the consumer returns)."""
+    sends = [
+        {
+            "key": r.key,
+            "value": r.value,
+            "headers": [(k, v) for k, v in r.headers if v is not None],
+            "timestamp_ms": r.timestamp,
+        }
+        for r in records
+    ]
+    produce(broker, topic, sends, codec, partition=partition)
 
 
 def consume_all(broker: KafkaBroker, topic: str, partition: int = 0, **consumer_config) -> list[tuple]:
@@ -708,7 +729,7 @@ def parse_dump(stdout: str) -> dict[str, list[DumpedBatch]]:
     return out
 
 
-# -- SegmentRecords (java/SegmentRecords.java) ----------------------------------------------------
+# -- SegmentRecords (jvm/java/SegmentRecords.java) ------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -852,7 +873,7 @@ def describe_index(data: bytes | None, suffix: str, base: int) -> str:
     return f"{len(data)} bytes, {len(entries)} entries {shown}"
 
 
-# -- Kafka's cleaner (java/KafkaCleanerDriver.java) ------------------------------------------------
+# -- Kafka's cleaner (jvm/java/KafkaCleanerDriver.java) --------------------------------------------
 
 
 @dataclasses.dataclass

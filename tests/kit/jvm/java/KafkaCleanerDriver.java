@@ -59,7 +59,6 @@
 // Any failure ends the program with a stack trace on stderr and exit code 1.
 
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.record.internal.Record;
 import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.common.utils.Time;
@@ -88,8 +87,6 @@ import java.lang.management.MemoryType;
 import java.lang.management.ThreadMXBean;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -99,7 +96,6 @@ import java.util.Map;
 import java.util.Optional;
 
 public class KafkaCleanerDriver {
-    static final char[] HEX = "0123456789abcdef".toCharArray();
 
     static Map<String, String> flags = new HashMap<>();
     static boolean REBUILD_PRODUCER_STATE = false;
@@ -250,24 +246,6 @@ public class KafkaCleanerDriver {
 
     // -- --read: the log through UnifiedLog.read ----------------------------------------------
 
-    static String hex(byte[] bytes) {
-        if (bytes.length == 0) return "=";
-        char[] c = new char[bytes.length * 2];
-        for (int i = 0; i < bytes.length; i++) {
-            c[2 * i] = HEX[(bytes[i] >> 4) & 0xf];
-            c[2 * i + 1] = HEX[bytes[i] & 0xf];
-        }
-        return new String(c);
-    }
-
-    static String hex(ByteBuffer buffer) {
-        if (buffer == null) return "-";
-        ByteBuffer b = buffer.duplicate();
-        byte[] bytes = new byte[b.remaining()];
-        b.get(bytes);
-        return hex(bytes);
-    }
-
     static void readAll(UnifiedLog log, PrintStream out) throws IOException {
         long offset = log.logStartOffset();
         long end = log.logEndOffset();
@@ -282,17 +260,7 @@ public class KafkaCleanerDriver {
                 for (Record record : batch) {
                     record.ensureValid();
                     if (record.offset() < offset) continue;
-                    StringBuilder line = new StringBuilder("R ");
-                    line.append(record.offset()).append(' ').append(record.timestamp()).append(' ')
-                        .append(record.hasKey() ? hex(record.key()) : "-").append(' ')
-                        .append(record.hasValue() ? hex(record.value()) : "-").append(' ');
-                    Header[] headers = record.headers();
-                    line.append(headers.length);
-                    for (Header h : headers) {
-                        line.append(' ').append(hex(h.key().getBytes(StandardCharsets.UTF_8)))
-                            .append(' ').append(h.value() == null ? "-" : hex(h.value()));
-                    }
-                    out.println(line);
+                    out.println(RecordLines.recordLine(record));
                 }
                 next = batch.nextOffset();
             }

@@ -1,5 +1,4 @@
-"""Helpers shared by the compaction tests (test_compaction_model, test_cleaner_crash and the
-crash child): an independent look at a log directory's ``.log`` files (batch headers parsed
+"""The compaction tests' kit (test_compaction_model, test_cleaner_crash and the crash child): an independent look at a log directory's ``.log`` files (batch headers parsed
 here, records and CRCs through kafka-python's codec, which nobody in this project wrote), and a
 read of a whole log through ``UnifiedLog.read``.
 
@@ -155,5 +154,7 @@ def read_all(log: Any, start: int | None = None) -> list[Row]:
     return out
 
 
-def leftover_temp_files(log_dir: str | os.PathLike[str]) -> list[str]:
+def cleaner_temp_files(log_dir: str | os.PathLike[str]) -> list[str]:
+    """Names of the ``.cleaned`` and ``.swap`` files in one partition directory (a clean that
+    did not finish its swap leaves them)."""
     return sorted(p.name for p in Path(log_dir).iterdir() if p.name.endswith((".cleaned", ".swap")))
