@@ -4,15 +4,28 @@
 //! directories: v2 record batches with every codec, segments with memory-mapped offset and time
 //! indexes, and the per-partition [`UnifiedLog`].
 //!
-//! The layers mirror Kafka's storage module (see `ARCHITECTURE.md`):
-//! - [`record`]: varints, records, batches, codecs, legacy magic 0/1;
-//! - [`index`]: the offset and time indexes (memory-mapped in `index/mmap.rs`);
-//! - [`segment`]: the `.log` file, one segment, the ordered set of segments;
-//! - [`log`]: file names, `LocalLog`, `UnifiedLog`, validation of appends;
-//! - [`checkpoint`]: `partition.metadata` and the other small files;
-//! - [`config`]: `LogConfig` with Kafka's keys, defaults and ranges;
-//! - [`cleaner`]: log compaction (the offset map, the two-pass cleaner, its stats);
-//! - [`manager`]: the LogManager layer.
+//! ## Layers
+//!
+//! Bottom up; a module imports only from its own layer and the layers below it, and no two
+//! modules or folders import each other. `architecture.rs` (a unit test) reads this list and
+//! holds every `use crate::` to it.
+//!
+//! 1. [`error`]: the one `Error` enum every layer returns;
+//! 2. [`file_names`]: every on-disk name (segment, index and snapshot files, `.deleted` /
+//!    `.cleaned` / `.swap`, the checkpoints, `.lock`, `meta.properties`,
+//!    `.kafka_cleanshutdown`, partition directory names) and Kafka's topic-name rules;
+//! 3. [`util`]: durable file operations, the fault seam, the clock, lock holders;
+//! 4. [`record`]: varints, records, batches, `TimestampType`, codecs, legacy magic 0/1;
+//! 5. [`config`]: the topic (`LogConfig`), broker (`LogManagerConfig`) and cleaner
+//!    (`CleanerConfig`) key tables on one engine;
+//! 6. [`index`]: the offset and time indexes (memory-mapped in `index/mmap.rs`);
+//! 7. [`segment`]: the `.log` file, one segment, the ordered set of segments;
+//! 8. [`checkpoint`]: `partition.metadata`, the offset checkpoints, `meta.properties`, the
+//!    clean-shutdown marker: their reads and writes;
+//! 9. [`log`]: `LocalLog`, `UnifiedLog`, recovery, validation of appends;
+//! 10. [`cleaner`]: log compaction (the offset map, the two-pass cleaner, its threads);
+//! 11. [`manager`]: the LogManager layer;
+//! 12. `python`: the `kafkalog._native` module, behind the `python` feature.
 //!
 //! The Python module (`kafkalog._native`) lives in `python/` behind the `python` feature.
 //!
@@ -46,6 +59,7 @@ pub mod checkpoint;
 pub mod cleaner;
 pub mod config;
 pub mod error;
+pub mod file_names;
 pub mod index;
 pub mod log;
 pub mod manager;
@@ -53,10 +67,12 @@ pub mod record;
 pub mod segment;
 pub mod util;
 
+#[cfg(test)]
+mod architecture;
 #[cfg(feature = "python")]
 mod python;
 
 pub use config::LogConfig;
+pub use config::LogManagerConfig;
 pub use error::{Error, Result};
 pub use log::unified_log::{FetchIsolation, LogOpenOptions, UnifiedLog};
-pub use manager::config::LogManagerConfig;

@@ -6,13 +6,14 @@
 //! the topic's `compression.type` names another codec, batches are rebuilt with it. Follower
 //! appends (`AppendOrigin::Replication`) keep their offsets, which must increase.
 
-use crate::config::{LogConfig, TimestampType, TopicCompression};
+use crate::config::{LogConfig, TopicCompression};
 use crate::error::{Error, Result};
 use crate::record::batch::{RecordBatch, RecordBatchMut, NO_SEQUENCE, NO_TIMESTAMP};
 use crate::record::builder::{BatchBuilder, BatchHeader};
 use crate::record::compression::CompressionType;
 use crate::record::default_record::Header;
 use crate::record::records::{AnyBatch, BatchIter};
+use crate::record::TimestampType;
 
 /// Who is appending (Kafka's `AppendOrigin`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::log::file_names::{with_suffix, TMP_FILE_SUFFIX};
+use crate::file_names::{with_suffix, TMP_FILE_SUFFIX};
 use crate::util::fault::{check, FaultOp};
 
 /// Writes `contents` to `path` atomically (Kafka's `Utils.atomicMoveWithFallback` after writing a

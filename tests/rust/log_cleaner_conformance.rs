@@ -24,11 +24,11 @@ use std::sync::Arc;
 use kafkalog::cleaner::offset_map::BYTES_PER_ENTRY;
 use kafkalog::cleaner::throttler::CHECK_INTERVAL;
 use kafkalog::cleaner::{group_segments_by_size, Cleaner, CleanerParams, SkimpyOffsetMap, Throttler};
-use kafkalog::config::TimestampType;
 use kafkalog::error::Error;
 use kafkalog::log::unified_log::LogOpenOptions;
 use kafkalog::record::control::ControlRecordType;
 use kafkalog::record::legacy::write_legacy_entry;
+use kafkalog::record::TimestampType;
 use kafkalog::record::{BatchBuilder, BatchHeader, CompressionType};
 use kafkalog::{LogConfig, UnifiedLog};
 
