@@ -4,7 +4,10 @@
 //! - when a module imports from a higher layer;
 //! - when two modules (files), or two folders, import each other (outside unit-test modules).
 //!
-//! The order is read from `lib.rs` itself, so it is written down once. Test-only module.
+//! The order is read from `lib.rs` itself, so it is written down once. The same goes for the
+//! modules allowed `unsafe` code: `lib.rs`'s section "`unsafe`" lists them, and the test fails
+//! when a module with `unsafe` is not listed, a listed one has none, or an `unsafe` block has no
+//! `// SAFETY:` comment just above it. Test-only module.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -274,6 +277,66 @@ fn check(files: &[SourceFile], layers: &[String]) -> Vec<String> {
     problems
 }
 
+/// The files `lib.rs`'s "`unsafe`" section lists (`//! - `path`: ...`), relative to `rust/`.
+fn unsafe_modules_from_crate_doc(lib_rs: &str) -> BTreeSet<String> {
+    let section = lib_rs.lines().skip_while(|l| !l.starts_with("//! ## `unsafe`")).skip(1);
+    section
+        .take_while(|l| l.starts_with("//!") && !l.starts_with("//! ## "))
+        .filter_map(|l| l.trim_start_matches("//!").trim_start().strip_prefix("- `"))
+        .filter_map(|l| l.split_once('`').map(|(path, _)| path.to_string()))
+        .collect()
+}
+
+/// The unsafe-code problems of `files` against the list `allowed` (paths relative to `rust/`).
+fn check_unsafe(files: &[SourceFile], allowed: &BTreeSet<String>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut seen = BTreeSet::new();
+    for f in files {
+        let code = strip_comments_and_literals(&f.text);
+        let original: Vec<&str> = f.text.lines().collect();
+        let mut any = false;
+        for (n, line) in code.lines().enumerate() {
+            let b = line.as_bytes();
+            for (i, _) in line.match_indices("unsafe") {
+                let before_ok = i == 0 || !is_ident(b[i - 1]);
+                let rest = line[i + 6..].trim_start();
+                let after_ok = rest.is_empty() || rest.starts_with('{') || rest.starts_with("fn ");
+                if !(before_ok && after_ok && b.get(i + 6).is_none_or(|c| !is_ident(*c))) {
+                    continue;
+                }
+                any = true;
+                if rest.starts_with("fn ") {
+                    continue; // an unsafe fn: its `# Safety` doc is clippy's to check
+                }
+                let comment_above = original[..n]
+                    .iter()
+                    .rev()
+                    .map(|l| l.trim_start())
+                    .take_while(|l| l.starts_with("//") || l.starts_with("#["))
+                    .any(|l| l.contains("SAFETY:"));
+                if !comment_above {
+                    problems.push(format!(
+                        "{}:{}: an unsafe block without a `// SAFETY:` comment above it",
+                        f.display,
+                        n + 1
+                    ));
+                }
+            }
+        }
+        let relative = f.display.trim_start_matches("rust/").to_string();
+        if any {
+            seen.insert(relative.clone());
+            if !allowed.contains(&relative) {
+                problems.push(format!("{}: unsafe code in a module lib.rs does not list under `unsafe`", f.display));
+            }
+        }
+    }
+    for listed in allowed.difference(&seen) {
+        problems.push(format!("rust/{listed}: listed under `unsafe` in lib.rs but has no unsafe code"));
+    }
+    problems
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect::<Vec<_>>();
     entries.sort();
@@ -296,13 +359,13 @@ fn module_path(relative: &Path) -> Vec<String> {
     parts
 }
 
-#[test]
-fn no_module_imports_from_a_higher_layer_or_from_a_module_that_imports_it() {
+/// Every `.rs` file of the crate but this one.
+fn crate_files() -> Vec<SourceFile> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("rust");
     let mut paths = Vec::new();
     rust_files(&root, &mut paths);
     paths.retain(|p| !p.ends_with("architecture.rs")); // this test
-    let files: Vec<SourceFile> = paths
+    paths
         .iter()
         .map(|p| {
             let relative = p.strip_prefix(&root).unwrap();
@@ -312,12 +375,27 @@ fn no_module_imports_from_a_higher_layer_or_from_a_module_that_imports_it() {
                 text: std::fs::read_to_string(p).unwrap(),
             }
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn no_module_imports_from_a_higher_layer_or_from_a_module_that_imports_it() {
+    let files = crate_files();
     let lib = files.iter().find(|f| f.module.is_empty()).expect("rust/lib.rs");
     let layers = layers_from_crate_doc(&lib.text);
     assert!(layers.len() >= 10, "lib.rs's \"## Layers\" section names too few layers: {layers:?}");
     let problems = check(&files, &layers);
     assert!(problems.is_empty(), "{} layer problem(s):\n{}", problems.len(), problems.join("\n"));
+}
+
+#[test]
+fn unsafe_code_only_in_the_modules_lib_rs_lists_each_block_with_a_safety_comment() {
+    let files = crate_files();
+    let lib = files.iter().find(|f| f.module.is_empty()).expect("rust/lib.rs");
+    let allowed = unsafe_modules_from_crate_doc(&lib.text);
+    assert!(!allowed.is_empty(), "lib.rs's \"## `unsafe`\" section lists no module");
+    let problems = check_unsafe(&files, &allowed);
+    assert!(problems.is_empty(), "{} unsafe problem(s):\n{}", problems.len(), problems.join("\n"));
 }
 
 #[cfg(test)]
@@ -414,5 +492,25 @@ mod tests {
             file("rust/low.rs", "low", "#[cfg(test)]\nmod tests {\n    use crate::high::H;\n}\n"),
         ];
         assert_eq!(check(&files, &layers()), ["rust/low.rs imports crate::high::H: layer `high` is above layer `low`"]);
+    }
+
+    #[test]
+    fn unsafe_outside_the_list_or_without_a_safety_comment_fails() {
+        let doc = "//! ## `unsafe`\n//!\n//! - `a.rs`: a map;\n//! - `gone.rs`: nothing left.\n//!\n//! ## Next\n";
+        let allowed = unsafe_modules_from_crate_doc(doc);
+        assert_eq!(allowed, BTreeSet::from(["a.rs".to_string(), "gone.rs".to_string()]));
+        let files = [
+            file("rust/a.rs", "a", "fn f() {\n    // SAFETY: fine.\n    let x = unsafe { g() };\n    #[cfg(x)]\n    // SAFETY: also fine.\n    unsafe {\n        h();\n    }\n}\n"),
+            file("rust/b.rs", "b", "fn f() {\n    // no reason given\n    let x = unsafe { g() };\n}\n/// # Safety\n/// None.\npub unsafe fn k() {}\n"),
+            file("rust/c.rs", "c", "// unsafe { in a comment }\nconst S: &str = \"unsafe { }\";\nfn not_unsafe_code() {}\n"),
+        ];
+        assert_eq!(
+            check_unsafe(&files, &allowed),
+            [
+                "rust/b.rs:3: an unsafe block without a `// SAFETY:` comment above it",
+                "rust/b.rs: unsafe code in a module lib.rs does not list under `unsafe`",
+                "rust/gone.rs: listed under `unsafe` in lib.rs but has no unsafe code",
+            ]
+        );
     }
 }

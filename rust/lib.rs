@@ -29,13 +29,22 @@
 //!
 //! The Python module (`kafkalog._native`) lives in `python/` behind the `python` feature.
 //!
-//! `unsafe` appears in five places only, each with a `SAFETY:` comment: the index memory maps
-//! (`index/mmap.rs`), the directory locks and the write-back hint (`util/file.rs`), the
-//! read-only buffer protocol that hands Arrow column bytes to Python without a copy
-//! (`python/buffer.rs`), the cache prefetch hint of the cleaner's offset map
-//! (`cleaner/offset_map.rs`), and the AVX-512 MD5 kernel, called only after a run-time CPU
-//! check (`cleaner/md5x16_avx512.rs`).
+//! ## `unsafe`
+//!
+//! `unsafe_code` is denied crate-wide and allowed (`#![allow(unsafe_code)]`) in six modules
+//! only, each block with a `SAFETY:` comment (the architecture test checks both this list and
+//! the comments):
+//! - `index/mmap.rs`: the index memory maps;
+//! - `util/file.rs`: the directory `flock`, the `.lock` file's `fcntl` lock, `pathconf` and the
+//!   write-back hint;
+//! - `util/fault.rs`: the fault seam's `SIGKILL` of its own process (crash tests);
+//! - `cleaner/offset_map.rs`: the cache prefetch hint of the cleaner's offset map;
+//! - `cleaner/md5x16_avx512.rs`: the AVX-512 MD5 kernel, run only through a token made by the
+//!   run-time CPU check;
+//! - `python/buffer.rs`: the read-only buffer protocol that hands Arrow column bytes to Python
+//!   without a copy.
 
+#![deny(unsafe_code)]
 #![warn(clippy::pedantic)]
 #![allow(
     clippy::cast_possible_truncation,
@@ -48,7 +57,6 @@
     clippy::missing_panics_doc,
     clippy::must_use_candidate,
     clippy::similar_names,
-    clippy::too_many_lines,
     clippy::doc_markdown,
     clippy::struct_excessive_bools,
     clippy::fn_params_excessive_bools,

@@ -17,11 +17,8 @@ use super::offset_map::KeyHash;
 /// portable code; longer keys one by one with the `md-5` crate.
 pub fn md5_keys(keys: &[&[u8]], out: &mut Vec<KeyHash>) {
     #[cfg(target_arch = "x86_64")]
-    if super::md5x16_avx512::available() {
-        md5_keys_by::<{ super::md5x16_avx512::LANES }>(keys, out, |k, o| {
-            // SAFETY: the CPU has AVX-512F (checked just above), the function's one requirement.
-            unsafe { super::md5x16_avx512::md5_short_keys_avx512(k, o) }
-        });
+    if let Some(avx512) = super::md5x16_avx512::Avx512::detect() {
+        md5_keys_by::<{ super::md5x16_avx512::LANES }>(keys, out, |k, o| avx512.md5_short_keys(k, o));
         return;
     }
     md5_keys_by::<{ md5x8::LANES }>(keys, out, md5x8::md5_short_keys);

@@ -23,9 +23,25 @@ use super::offset_map::KeyHash;
 /// Keys hashed together.
 pub const LANES: usize = 16;
 
-/// Whether this CPU can run [`md5_block_avx512`].
-pub fn available() -> bool {
-    std::is_x86_feature_detected!("avx512f")
+/// Proof that this CPU has AVX-512F: only [`Avx512::detect`] makes one, after the run-time
+/// check, so the safe [`Avx512::md5_short_keys`] can run the kernel. `Copy`, no data.
+#[derive(Clone, Copy, Debug)]
+pub struct Avx512(());
+
+impl Avx512 {
+    /// `Some` when this CPU can run the AVX-512 kernel.
+    pub fn detect() -> Option<Self> {
+        std::is_x86_feature_detected!("avx512f").then_some(Avx512(()))
+    }
+
+    /// Hashes up to sixteen short keys (each at most [`super::md5_block::MAX_SHORT_KEY`] bytes)
+    /// into `out[..keys.len()]`.
+    #[inline]
+    pub fn md5_short_keys(self, keys: &[&[u8]], out: &mut [KeyHash]) {
+        // SAFETY: `self` exists only when `detect` found AVX-512F, the function's one
+        // requirement.
+        unsafe { md5_short_keys_avx512(keys, out) }
+    }
 }
 
 /// One MD5 step: `a = b + rotl(a + f(b, c, d) + K[i] + M[g], S[i])`, the boolean function `f`
@@ -54,9 +70,9 @@ macro_rules! four {
 /// their little-endian bytes).
 ///
 /// # Safety
-/// The CPU must have AVX-512F ([`available`]).
+/// The CPU must have AVX-512F ([`Avx512::detect`]).
 #[target_feature(enable = "avx512f")]
-pub unsafe fn md5_block_avx512(words: &[[u32; LANES]; 16]) -> [[u32; LANES]; 4] {
+unsafe fn md5_block_avx512(words: &[[u32; LANES]; 16]) -> [[u32; LANES]; 4] {
     let m: [__m512i; 16] = std::array::from_fn(|w| {
         // SAFETY: `words[w]` is sixteen `u32`s, exactly the 64 bytes the unaligned load reads;
         // the caller guarantees AVX-512F.
@@ -102,9 +118,9 @@ pub unsafe fn md5_block_avx512(words: &[[u32; LANES]; 16]) -> [[u32; LANES]; 4] 
 /// `out[..keys.len()]`.
 ///
 /// # Safety
-/// The CPU must have AVX-512F ([`available`]).
+/// The CPU must have AVX-512F ([`Avx512::detect`]).
 #[target_feature(enable = "avx512f")]
-pub unsafe fn md5_short_keys_avx512(keys: &[&[u8]], out: &mut [KeyHash]) {
+unsafe fn md5_short_keys_avx512(keys: &[&[u8]], out: &mut [KeyHash]) {
     let words = padded_words::<LANES>(keys);
     // SAFETY: this function's own contract (the CPU has AVX-512F) is `md5_block_avx512`'s only
     // requirement.

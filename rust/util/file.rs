@@ -2,6 +2,8 @@
 //! directory fsync, and I/O errors that name the file. Every write, fsync, rename and delete
 //! passes the fault-injection seam (`util::fault::check`) first.
 
+#![allow(unsafe_code)] // see the SAFETY comments; lib.rs lists every module that needs it
+
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
