@@ -105,6 +105,7 @@ pub(super) const G: [usize; 64] = {
 
 /// The padded one-block message of each key (at most `N` keys of at most [`MAX_SHORT_KEY`]
 /// bytes) as sixteen little-endian words per lane, word-major: `words[w][lane]`.
+#[inline]
 pub(super) fn padded_words<const N: usize>(keys: &[&[u8]]) -> [[u32; N]; 16] {
     debug_assert!(keys.len() <= N);
     let mut m = [[0u32; N]; 16];
@@ -125,6 +126,7 @@ pub(super) fn padded_words<const N: usize>(keys: &[&[u8]]) -> [[u32; N]; 16] {
 }
 
 /// The digests of the first `n` lanes from the final state words `state[word][lane]`.
+#[inline]
 pub(super) fn digests_from_state<const N: usize>(state: &[[u32; N]; 4], n: usize, out: &mut [KeyHash]) {
     for (lane, digest) in out.iter_mut().enumerate().take(n) {
         for (w, words) in state.iter().enumerate() {
