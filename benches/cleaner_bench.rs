@@ -100,7 +100,7 @@ fn bench_offset_map(c: &mut Criterion) {
     let many: Vec<&[u8]> = vec![b"key-000123456"; 64];
     let mut out = Vec::new();
     g.throughput(Throughput::Elements(64));
-    g.bench_function("md5_keys", |b| b.iter(|| kafkalog::cleaner::md5x8::md5_keys(black_box(&many), &mut out)));
+    g.bench_function("md5_keys", |b| b.iter(|| kafkalog::cleaner::md5_keys::md5_keys(black_box(&many), &mut out)));
     g.sample_size(10);
     let n = 1_000_000usize;
     let keys: Vec<Vec<u8>> = (0..n).map(|k| format!("key-{k:09}").into_bytes()).collect();

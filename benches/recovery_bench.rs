@@ -54,9 +54,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
-use kafkalog::checkpoint::log_dir_files::{write_clean_shutdown, CLEAN_SHUTDOWN_FILE};
-use kafkalog::log::file_names::{offset_index_file, time_index_file, TopicPartition};
-use kafkalog::manager::log_dir::{write_checkpoint, RECOVERY_POINT_CHECKPOINT_FILE};
+use kafkalog::checkpoint::checkpoint_file::write_checkpoint;
+use kafkalog::checkpoint::log_dir_files::write_clean_shutdown;
+use kafkalog::file_names::{
+    offset_index_file, time_index_file, TopicPartition, CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOINT_FILE,
+};
 use kafkalog::manager::log_manager::{LogManager, LogManagerOptions};
 use kafkalog::record::batch::RecordBatchMut;
 use kafkalog::record::compression::CompressionType;

@@ -178,6 +178,8 @@ impl fmt::Display for Error {
             }
             Error::IllegalState { reason } => write!(f, "{reason}"),
             Error::LogClosed { path } => write!(f, "log {} is closed", path.display()),
+            // `file_names::LOCK_FILE`, spelled out: `file_names` builds errors, so `error` sits
+            // below it and cannot import it.
             Error::LogDirLocked { path, holder, .. } if path.file_name().is_some_and(|n| n == ".lock") => write!(
                 f,
                 "failed to acquire lock on file {}: {} is using this log dir",

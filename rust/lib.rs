@@ -4,25 +4,47 @@
 //! directories: v2 record batches with every codec, segments with memory-mapped offset and time
 //! indexes, and the per-partition [`UnifiedLog`].
 //!
-//! The layers mirror Kafka's storage module (see `ARCHITECTURE.md`):
-//! - [`record`]: varints, records, batches, codecs, legacy magic 0/1;
-//! - [`index`]: the offset and time indexes (memory-mapped in `index/mmap.rs`);
-//! - [`segment`]: the `.log` file, one segment, the ordered set of segments;
-//! - [`log`]: file names, `LocalLog`, `UnifiedLog`, validation of appends;
-//! - [`checkpoint`]: `partition.metadata` and the other small files;
-//! - [`config`]: `LogConfig` with Kafka's keys, defaults and ranges;
-//! - [`cleaner`]: log compaction (the offset map, the two-pass cleaner, its stats);
-//! - [`manager`]: the LogManager layer.
+//! ## Layers
+//!
+//! Bottom up; a module imports only from its own layer and the layers below it, and no two
+//! modules or folders import each other. `architecture.rs` (a unit test) reads this list and
+//! holds every `use crate::` to it.
+//!
+//! 1. [`error`]: the one `Error` enum every layer returns;
+//! 2. [`file_names`]: every on-disk name (segment, index and snapshot files, `.deleted` /
+//!    `.cleaned` / `.swap`, the checkpoints, `.lock`, `meta.properties`,
+//!    `.kafka_cleanshutdown`, partition directory names) and Kafka's topic-name rules;
+//! 3. [`util`]: durable file operations, the fault seam, the clock, lock holders;
+//! 4. [`record`]: varints, records, batches, `TimestampType`, codecs, legacy magic 0/1;
+//! 5. [`config`]: the topic (`LogConfig`), broker (`LogManagerConfig`) and cleaner
+//!    (`CleanerConfig`) key tables on one engine;
+//! 6. [`index`]: the offset and time indexes (memory-mapped in `index/mmap.rs`);
+//! 7. [`segment`]: the `.log` file, one segment, the ordered set of segments;
+//! 8. [`checkpoint`]: `partition.metadata`, the offset checkpoints, `meta.properties`, the
+//!    clean-shutdown marker: their reads and writes;
+//! 9. [`log`]: `LocalLog`, `UnifiedLog`, recovery, validation of appends;
+//! 10. [`cleaner`]: log compaction (the offset map, the two-pass cleaner, its threads);
+//! 11. [`manager`]: the LogManager layer;
+//! 12. `python`: the `kafkalog._native` module, behind the `python` feature.
 //!
 //! The Python module (`kafkalog._native`) lives in `python/` behind the `python` feature.
 //!
-//! `unsafe` appears in five places only, each with a `SAFETY:` comment: the index memory maps
-//! (`index/mmap.rs`), the directory locks and the write-back hint (`util/file.rs`), the
-//! read-only buffer protocol that hands Arrow column bytes to Python without a copy
-//! (`python/buffer.rs`), the cache prefetch hint of the cleaner's offset map
-//! (`cleaner/offset_map.rs`), and the AVX-512 MD5 kernel, called only after a run-time CPU
-//! check (`cleaner/md5x16_avx512.rs`).
+//! ## `unsafe`
+//!
+//! `unsafe_code` is denied crate-wide and allowed (`#![allow(unsafe_code)]`) in six modules
+//! only, each block with a `SAFETY:` comment (the architecture test checks both this list and
+//! the comments):
+//! - `index/mmap.rs`: the index memory maps;
+//! - `util/file.rs`: the directory `flock`, the `.lock` file's `fcntl` lock, `pathconf` and the
+//!   write-back hint;
+//! - `util/fault.rs`: the fault seam's `SIGKILL` of its own process (crash tests);
+//! - `cleaner/offset_map.rs`: the cache prefetch hint of the cleaner's offset map;
+//! - `cleaner/md5x16_avx512.rs`: the AVX-512 MD5 kernel, run only through a token made by the
+//!   run-time CPU check;
+//! - `python/buffer.rs`: the read-only buffer protocol that hands Arrow column bytes to Python
+//!   without a copy.
 
+#![deny(unsafe_code)]
 #![warn(clippy::pedantic)]
 #![allow(
     clippy::cast_possible_truncation,
@@ -35,7 +57,6 @@
     clippy::missing_panics_doc,
     clippy::must_use_candidate,
     clippy::similar_names,
-    clippy::too_many_lines,
     clippy::doc_markdown,
     clippy::struct_excessive_bools,
     clippy::fn_params_excessive_bools,
@@ -46,6 +67,7 @@ pub mod checkpoint;
 pub mod cleaner;
 pub mod config;
 pub mod error;
+pub mod file_names;
 pub mod index;
 pub mod log;
 pub mod manager;
@@ -53,10 +75,12 @@ pub mod record;
 pub mod segment;
 pub mod util;
 
+#[cfg(test)]
+mod architecture;
 #[cfg(feature = "python")]
 mod python;
 
 pub use config::LogConfig;
+pub use config::LogManagerConfig;
 pub use error::{Error, Result};
 pub use log::unified_log::{FetchIsolation, LogOpenOptions, UnifiedLog};
-pub use manager::config::LogManagerConfig;

@@ -7,20 +7,14 @@
 //! <offset>`) and a partition's `leader-epoch-checkpoint` (entries `<epoch> <start offset>`).
 //! Thread-safety: stateless functions; callers serialise writes to one file.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::log::file_names::TopicPartition;
+use crate::file_names::{
+    TopicPartition, CLEANER_OFFSET_CHECKPOINT_FILE, LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE,
+};
 use crate::util::file::atomic_write;
-
-/// Per-partition recovery points (a log dir's `recovery-point-offset-checkpoint`).
-pub const RECOVERY_POINT_CHECKPOINT_FILE: &str = "recovery-point-offset-checkpoint";
-/// Per-partition log start offsets.
-pub const LOG_START_OFFSET_CHECKPOINT_FILE: &str = "log-start-offset-checkpoint";
-/// Per-partition high watermarks (ReplicaManager's file).
-pub const REPLICATION_OFFSET_CHECKPOINT_FILE: &str = "replication-offset-checkpoint";
-/// Per-partition first dirty offsets (LogCleanerManager's file).
-pub const CLEANER_OFFSET_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
 
 /// The only version Kafka writes for these files.
 const CURRENT_VERSION: i32 = 0;
@@ -110,6 +104,49 @@ pub fn write_leader_epoch_checkpoint(path: &Path, entries: &[EpochEntry]) -> Res
     write_lines(path, &lines)
 }
 
+/// Reads an offset checkpoint of `dir`; a missing file is empty, and a corrupt or unreadable
+/// one is reported and treated as empty (Kafka's start-up rule).
+pub fn read_checkpoint_or_empty(dir: &Path, name: &str) -> HashMap<TopicPartition, i64> {
+    let path = dir.join(name);
+    if !path.exists() {
+        return HashMap::new();
+    }
+    match read_offset_checkpoint(&path) {
+        Ok(entries) => entries.into_iter().collect(),
+        Err(e) => {
+            let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+            log::warn!(
+                "Error occurred while reading {name} file of directory {} ({bytes} bytes discarded): {e}. {}",
+                dir.display(),
+                discarded_checkpoint_consequence(name)
+            );
+            HashMap::new()
+        }
+    }
+}
+
+/// What reading a checkpoint as empty means, in Kafka's words where Kafka has them.
+fn discarded_checkpoint_consequence(name: &str) -> &'static str {
+    match name {
+        RECOVERY_POINT_CHECKPOINT_FILE => {
+            "Resetting the recovery checkpoint to 0 (after an unclean shutdown every segment is recovered)"
+        }
+        LOG_START_OFFSET_CHECKPOINT_FILE => "Resetting to the base offset of the first segment",
+        CLEANER_OFFSET_CHECKPOINT_FILE => {
+            "Resetting the first dirty offsets: the compacted logs are cleaned again from their log start offset"
+        }
+        _ => "Treating it as empty",
+    }
+}
+
+/// Writes an offset checkpoint of `dir` (tmp + fsync + rename + directory fsync), sorted so
+/// the file is stable.
+pub fn write_checkpoint(dir: &Path, name: &str, entries: &[(TopicPartition, i64)]) -> Result<()> {
+    let mut sorted = entries.to_vec();
+    sorted.sort_by(|a, b| (&a.0.topic, a.0.partition).cmp(&(&b.0.topic, b.0.partition)));
+    write_offset_checkpoint(&dir.join(name), &sorted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +197,15 @@ mod tests {
         write_leader_epoch_checkpoint(&path, &entries).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "0\n2\n0 0\n3 120\n");
         assert_eq!(read_leader_epoch_checkpoint(&path).unwrap(), entries);
+    }
+
+    #[test]
+    fn corrupt_checkpoints_read_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(RECOVERY_POINT_CHECKPOINT_FILE), "0\n2\nt 0 5\n").unwrap();
+        assert!(read_checkpoint_or_empty(dir.path(), RECOVERY_POINT_CHECKPOINT_FILE).is_empty());
+        write_checkpoint(dir.path(), RECOVERY_POINT_CHECKPOINT_FILE, &[(TopicPartition::new("t", 1), 7)]).unwrap();
+        let back = read_checkpoint_or_empty(dir.path(), RECOVERY_POINT_CHECKPOINT_FILE);
+        assert_eq!(back[&TopicPartition::new("t", 1)], 7);
     }
 }

@@ -7,7 +7,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
 use crate::error::{Error, Result};
-use crate::log::file_names::PARTITION_METADATA_FILE;
+use crate::file_names::PARTITION_METADATA_FILE;
 use crate::util::file::atomic_write;
 
 /// A Kafka topic id: 16 bytes, shown as URL-safe base64 without padding (Kafka's `Uuid`).

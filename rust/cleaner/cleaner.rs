@@ -12,7 +12,7 @@ use super::filter::{AbortedTxn, CleanedTransactionMetadata, CleanerFilter, LastR
 use super::io_buffers::IoBuffers;
 use super::log_to_clean::{calculate_cleanable_bytes, LogToClean};
 use super::mapped_records::{MappedRecords, TRACKED_OFFSETS_PER_SLOT};
-use super::md5x8::hash_record_keys;
+use super::md5_keys::hash_record_keys;
 use super::offset_map::SkimpyOffsetMap;
 use super::producer_scan::ProducerScan;
 use super::throttler::Throttler;

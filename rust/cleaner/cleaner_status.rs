@@ -12,7 +12,7 @@ use super::cleaner_stats::CleanerStats;
 use super::log_cleaner::{map_capacity, LogCleaner};
 use super::log_to_clean::{cleanable_offsets, max_compaction_delay, LogToClean};
 use crate::error::Result;
-use crate::log::file_names::TopicPartition;
+use crate::file_names::TopicPartition;
 use crate::log::unified_log::UnifiedLog;
 
 use super::log_cleaner_manager::LogCleaningState;

@@ -19,9 +19,9 @@ use super::cleaner::{Cleaner, CleanerParams};
 use super::compact::{compact_log, CompactOptions, CompactResult};
 use super::offset_map::{SkimpyOffsetMap, BYTES_PER_ENTRY, MAX_MAP_BYTES};
 use super::throttler::{Throttler, CHECK_INTERVAL};
+use crate::config::CleanerConfig;
 use crate::error::{Error, Result};
 use crate::log::unified_log::{check_first_dirty_offset, UnifiedLog};
-use crate::manager::config::CleanerConfig;
 use crate::util::clock::SharedClock;
 
 /// How many idle maps the process-wide pool keeps: two concurrent on-demand cleans' worth.

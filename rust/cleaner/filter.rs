@@ -24,15 +24,15 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use super::cleaner_stats::CleanerStats;
 use super::mapped_records::{BatchFate, MappedRecords};
-use super::md5x8::hash_record_keys;
+use super::md5_keys::hash_record_keys;
 use super::offset_map::{KeyHash, SkimpyOffsetMap};
-use crate::config::TimestampType;
 use crate::error::{Error, Result};
 use crate::record::batch::{RecordBatch, MAGIC_V2};
 use crate::record::builder::{write_empty_header, BatchBuilder, BatchHeader};
 use crate::record::control::ControlRecordType;
 use crate::record::default_record::Record;
 use crate::record::records::AnyBatch;
+use crate::record::TimestampType;
 
 /// A transaction that was aborted: its producer and offset range (Kafka's `AbortedTxn`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

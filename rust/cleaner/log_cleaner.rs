@@ -32,11 +32,11 @@ use super::log_cleaner_manager::{LogCleanerManager, LogSource, PreCleanStats};
 use super::log_to_clean::LogToClean;
 use super::offset_map::{SkimpyOffsetMap, BYTES_PER_ENTRY, MAX_MAP_BYTES};
 use super::throttler::{Throttler, CHECK_INTERVAL};
+use crate::config::CleanerConfig;
 use crate::error::{Error, Result};
-use crate::log::file_names::TopicPartition;
+use crate::file_names::TopicPartition;
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 use crate::log::unified_log::{RetentionResult, UnifiedLog};
-use crate::manager::config::CleanerConfig;
 use crate::util::clock::SharedClock;
 
 /// What the cleaner needs from its owner (Kafka's `LogCleaner` constructor arguments). A plain

@@ -25,12 +25,13 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::cleaner_stats::CleanerStats;
 use super::log_to_clean::{calculate_cleanable_bytes, cleanable_offsets, max_compaction_delay, LogToClean};
+use crate::checkpoint::checkpoint_file::{read_checkpoint_or_empty, write_checkpoint};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::log::file_names::TopicPartition;
+use crate::file_names::TopicPartition;
+use crate::file_names::CLEANER_OFFSET_CHECKPOINT_FILE;
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 use crate::log::unified_log::UnifiedLog;
-use crate::manager::log_dir::{read_checkpoint_or_empty, write_checkpoint, CLEANER_OFFSET_CHECKPOINT_FILE};
 use crate::util::clock::SharedClock;
 
 /// A partition and its log.

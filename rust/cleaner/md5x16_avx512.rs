@@ -1,7 +1,8 @@
 //! MD5 of sixteen short keys at once with AVX-512: one key per 32-bit lane of a 512-bit
 //! register, the 64 steps unrolled with immediate rotates (`vprold`) and each round's boolean
 //! function as one three-input logic instruction (`vpternlogd`). The portable eight-lane code
-//! in [`super::md5x8`] is the fallback on CPUs without AVX-512; both give exactly MD5's digests
+//! in [`super::md5x8`] is the fallback on CPUs without AVX-512 (the two share
+//! [`super::md5_block`] and do not import each other); both give exactly MD5's digests
 //! (tests compare them with the `md-5` crate).
 //!
 //! Thread-safety: pure functions.
@@ -16,15 +17,31 @@ use std::arch::x86_64::{
     _mm512_ternarylogic_epi32,
 };
 
-use super::md5x8::{INIT, K, S};
+use super::md5_block::{digests_from_state, padded_words, INIT, K, S};
 use super::offset_map::KeyHash;
 
 /// Keys hashed together.
 pub const LANES: usize = 16;
 
-/// Whether this CPU can run [`md5_block_avx512`].
-pub fn available() -> bool {
-    std::is_x86_feature_detected!("avx512f")
+/// Proof that this CPU has AVX-512F: only [`Avx512::detect`] makes one, after the run-time
+/// check, so the safe [`Avx512::md5_short_keys`] can run the kernel. `Copy`, no data.
+#[derive(Clone, Copy, Debug)]
+pub struct Avx512(());
+
+impl Avx512 {
+    /// `Some` when this CPU can run the AVX-512 kernel.
+    pub fn detect() -> Option<Self> {
+        std::is_x86_feature_detected!("avx512f").then_some(Avx512(()))
+    }
+
+    /// Hashes up to sixteen short keys (each at most [`super::md5_block::MAX_SHORT_KEY`] bytes)
+    /// into `out[..keys.len()]`.
+    #[inline]
+    pub fn md5_short_keys(self, keys: &[&[u8]], out: &mut [KeyHash]) {
+        // SAFETY: `self` exists only when `detect` found AVX-512F, the function's one
+        // requirement.
+        unsafe { md5_short_keys_avx512(keys, out) }
+    }
 }
 
 /// One MD5 step: `a = b + rotl(a + f(b, c, d) + K[i] + M[g], S[i])`, the boolean function `f`
@@ -53,10 +70,14 @@ macro_rules! four {
 /// their little-endian bytes).
 ///
 /// # Safety
-/// The CPU must have AVX-512F ([`available`]).
+/// The CPU must have AVX-512F ([`Avx512::detect`]).
 #[target_feature(enable = "avx512f")]
-pub unsafe fn md5_block_avx512(words: &[[u32; LANES]; 16]) -> [[u32; LANES]; 4] {
-    let m: [__m512i; 16] = std::array::from_fn(|w| unsafe { _mm512_loadu_si512(words[w].as_ptr().cast()) });
+unsafe fn md5_block_avx512(words: &[[u32; LANES]; 16]) -> [[u32; LANES]; 4] {
+    let m: [__m512i; 16] = std::array::from_fn(|w| {
+        // SAFETY: `words[w]` is sixteen `u32`s, exactly the 64 bytes the unaligned load reads;
+        // the caller guarantees AVX-512F.
+        unsafe { _mm512_loadu_si512(words[w].as_ptr().cast()) }
+    });
     let (mut a, mut b, mut c, mut d) = (
         _mm512_set1_epi32(INIT[0] as i32),
         _mm512_set1_epi32(INIT[1] as i32),
@@ -86,19 +107,23 @@ pub unsafe fn md5_block_avx512(words: &[[u32; LANES]; 16]) -> [[u32; LANES]; 4] 
     let mut out = [[0u32; LANES]; 4];
     for (o, (v, init)) in out.iter_mut().zip([a, b, c, d].into_iter().zip(INIT)) {
         let v = _mm512_add_epi32(v, _mm512_set1_epi32(init as i32));
+        // SAFETY: `o` is sixteen `u32`s, exactly the 64 bytes the unaligned store writes, and is
+        // borrowed mutably; the caller guarantees AVX-512F.
         unsafe { _mm512_storeu_si512(o.as_mut_ptr().cast(), v) };
     }
     out
 }
 
-/// Hashes up to sixteen short keys (each at most [`super::md5x8::MAX_SHORT_KEY`] bytes) into
+/// Hashes up to sixteen short keys (each at most [`super::md5_block::MAX_SHORT_KEY`] bytes) into
 /// `out[..keys.len()]`.
 ///
 /// # Safety
-/// The CPU must have AVX-512F ([`available`]).
+/// The CPU must have AVX-512F ([`Avx512::detect`]).
 #[target_feature(enable = "avx512f")]
-pub unsafe fn md5_short_keys_avx512(keys: &[&[u8]], out: &mut [KeyHash]) {
-    let words = super::md5x8::padded_words::<LANES>(keys);
+unsafe fn md5_short_keys_avx512(keys: &[&[u8]], out: &mut [KeyHash]) {
+    let words = padded_words::<LANES>(keys);
+    // SAFETY: this function's own contract (the CPU has AVX-512F) is `md5_block_avx512`'s only
+    // requirement.
     let state = unsafe { md5_block_avx512(&words) };
-    super::md5x8::digests_from_state(&state, keys.len(), out);
+    digests_from_state(&state, keys.len(), out);
 }

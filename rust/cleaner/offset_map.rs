@@ -15,6 +15,8 @@
 //! Thread-safety: not thread-safe; each cleaner thread owns one map and reuses it for every
 //! clean.
 
+#![allow(unsafe_code)] // see the SAFETY comments; lib.rs lists every module that needs it
+
 use md5::{Digest, Md5};
 use memmap2::{Advice, MmapMut, MmapOptions};
 

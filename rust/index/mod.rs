@@ -10,7 +10,6 @@
 //! Thread-safety: not thread-safe for mutation (`&mut self`); the owning `LogSegment`
 //! serialises access. Lookups take `&self` and may run concurrently with each other.
 
-#![deny(unsafe_code)]
 #![allow(
     clippy::cast_possible_truncation,
     clippy::cast_possible_wrap,

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::log::file_names::{CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, SWAP_FILE_SUFFIX};
+use crate::file_names::{CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, SWAP_FILE_SUFFIX};
 use crate::segment::log_segment::LogSegment;
 use crate::segment::log_segments::LogSegments;
 use crate::util::clock::SharedClock;
@@ -184,11 +184,11 @@ impl LocalLog {
     pub fn delete_producer_snapshots(&self, offsets: &[i64], config: &LogConfig) -> Result<()> {
         let due = self.clock.milliseconds().saturating_add(config.file_delete_delay_ms);
         for &offset in offsets {
-            let path = crate::log::file_names::producer_snapshot_file(&self.dir, offset);
+            let path = crate::file_names::producer_snapshot_file(&self.dir, offset);
             if !path.exists() {
                 continue;
             }
-            let deleted = crate::log::file_names::with_suffix(&path, DELETED_FILE_SUFFIX);
+            let deleted = crate::file_names::with_suffix(&path, DELETED_FILE_SUFFIX);
             crate::util::file::rename(&path, &deleted)?;
             self.pending.lock().due.push((due, Pending::File(deleted)));
         }

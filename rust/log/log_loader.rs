@@ -24,13 +24,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::file_names::{
-    offset_from_file_name, with_suffix, CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, DELETE_DIR_SUFFIX, INDEX_FILE_SUFFIX,
-    LOG_FILE_SUFFIX, PRODUCER_SNAPSHOT_FILE_SUFFIX, SWAP_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
-};
 use super::local_log::LocalLog;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
+use crate::file_names::{
+    offset_from_file_name, with_suffix, CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, DELETE_DIR_SUFFIX, INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX, PRODUCER_SNAPSHOT_FILE_SUFFIX, SWAP_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
+};
 use crate::segment::file_records::FileRecords;
 use crate::segment::log_segment::LogSegment;
 use crate::util::clock::SharedClock;
@@ -143,7 +143,7 @@ fn complete_or_roll_back_replace(dir: &Path, files: &[(String, PathBuf)], result
             log::info!("Deleting stray temporary file {}", path.display());
             delete_if_exists(path)?;
             changed = true;
-        } else if name.ends_with(super::file_names::TMP_FILE_SUFFIX) {
+        } else if name.ends_with(crate::file_names::TMP_FILE_SUFFIX) {
             // The temporary file of an atomic write a crash interrupted (`partition.metadata`,
             // `leader-epoch-checkpoint`); the real file is intact. Kafka leaves these behind.
             log::info!("deleting {}, left by an interrupted write", path.display());
@@ -220,7 +220,7 @@ fn roll_back(
 fn delete_superseded(files: &[(String, PathBuf)], min_swap: i64, max_swap: i64) -> Result<()> {
     // Live files only: the temporary ones are gone already.
     let live = files.iter().filter(|(name, _)| {
-        ![SWAP_FILE_SUFFIX, CLEANED_FILE_SUFFIX, super::file_names::TMP_FILE_SUFFIX].iter().any(|s| name.ends_with(s))
+        ![SWAP_FILE_SUFFIX, CLEANED_FILE_SUFFIX, crate::file_names::TMP_FILE_SUFFIX].iter().any(|s| name.ends_with(s))
             && !is_deleted_file(name)
     });
     for (name, path) in live {
@@ -316,8 +316,8 @@ fn read_only_bases(dir: &Path) -> Result<Vec<(i64, &'static str)>> {
 /// empty (Kafka's `sanityCheck(timeIndexFileNewlyCreated)`), rebuilt only if the segment is
 /// recovered later.
 fn open_segment(dir: &Path, base: i64, suffix: &str, params: &LoadParams<'_>, local: &LocalLog) -> Result<bool> {
-    let index_path = with_suffix(&super::file_names::offset_index_file(dir, base), suffix);
-    let time_index_path = with_suffix(&super::file_names::time_index_file(dir, base), suffix);
+    let index_path = with_suffix(&crate::file_names::offset_index_file(dir, base), suffix);
+    let time_index_path = with_suffix(&crate::file_names::time_index_file(dir, base), suffix);
     let time_index_new = !time_index_path.exists();
     let index_problem = if params.read_only {
         None

@@ -6,13 +6,14 @@
 //! the topic's `compression.type` names another codec, batches are rebuilt with it. Follower
 //! appends (`AppendOrigin::Replication`) keep their offsets, which must increase.
 
-use crate::config::{LogConfig, TimestampType, TopicCompression};
+use crate::config::{LogConfig, TopicCompression};
 use crate::error::{Error, Result};
 use crate::record::batch::{RecordBatch, RecordBatchMut, NO_SEQUENCE, NO_TIMESTAMP};
 use crate::record::builder::{BatchBuilder, BatchHeader};
 use crate::record::compression::CompressionType;
 use crate::record::default_record::Header;
 use crate::record::records::{AnyBatch, BatchIter};
+use crate::record::TimestampType;
 
 /// Who is appending (Kafka's `AppendOrigin`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,6 +153,11 @@ pub(crate) fn analyze(records: &[u8], config: &LogConfig, origin: AppendOrigin) 
 /// Validates every record of a client append and assigns offsets from `first_offset`, in
 /// place where possible. `records` is replaced when batches are rebuilt with the topic codec.
 /// Returns the updated analysis (offsets and timestamps as written).
+#[allow(
+    clippy::too_many_lines,
+    reason = "Kafka's LogValidator.validateMessagesAndAssignOffsets, kept as one piece: the in-place, \
+              recompressing and legacy paths share its checks in Kafka's order"
+)]
 pub(crate) fn validate_and_assign_offsets(
     records: &mut Vec<u8>,
     first_offset: i64,

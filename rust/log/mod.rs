@@ -1,7 +1,6 @@
-//! One partition's log: on-disk names, `LocalLog` (segments), `UnifiedLog` (offsets, append,
+//! One partition's log: `LocalLog` (segments), `UnifiedLog` (offsets, append,
 //! read), and validation of appends (`LogValidator`).
 
-pub mod file_names;
 pub mod local_log;
 pub mod log_dir_failure_channel;
 pub mod log_loader;

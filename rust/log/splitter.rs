@@ -9,10 +9,10 @@
 
 use std::sync::Arc;
 
-use super::file_names::CLEANED_FILE_SUFFIX;
 use super::local_log::LocalLog;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
+use crate::file_names::CLEANED_FILE_SUFFIX;
 use crate::segment::log_segment::LogSegment;
 
 /// Rewrites `segment` as as many segments as its offsets need and installs them in its place.

@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::file_names::TopicPartition;
 use super::local_log::LocalLog;
 use super::log_dir_failure_channel::LogDirFailureChannel;
 use super::log_loader::LoadParams;
@@ -20,6 +19,7 @@ use super::log_validator::{analyze, validate_and_assign_offsets, AppendOrigin, L
 use crate::checkpoint::partition_metadata::{PartitionMetadataFile, TopicId};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
+use crate::file_names::TopicPartition;
 use crate::record::records::{AnyBatch, BatchIter};
 use crate::segment::log_segment::{LogSegment, RollParams, TimestampAndOffset};
 use crate::util::clock::{system_clock, SharedClock};
@@ -448,7 +448,7 @@ impl UnifiedLog {
                 arguments::check_room_for(&self.topic_partition, leo, shallow.record_count)?;
                 let info = validate_and_assign_offsets(records, leo, now, *leader_epoch, &config)?;
                 let lat =
-                    if config.message_timestamp_type == crate::config::TimestampType::LogAppendTime { now } else { -1 };
+                    if config.message_timestamp_type == crate::record::TimestampType::LogAppendTime { now } else { -1 };
                 (info, lat)
             }
             AppendInput::Follower(_) => {

@@ -17,10 +17,10 @@ use crate::cleaner::cleaner_status::{CleanerPartitionStatus, StatusFilter};
 use crate::cleaner::log_cleaner::{CleanOutcome, CleanerMetrics, LogCleaner, LogCleanerContext};
 use crate::cleaner::log_cleaner_manager::{LogEntry, LogSource};
 use crate::cleaner::CompactResult;
+use crate::config::{CleanerConfig, LogManagerConfig};
 use crate::error::{Error, Result};
-use crate::log::file_names::TopicPartition;
+use crate::file_names::TopicPartition;
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
-use crate::manager::config::{CleanerConfig, LogManagerConfig};
 use crate::manager::log_manager::LogManager;
 use crate::util::clock::SharedClock;
 

@@ -23,11 +23,14 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::log_dir::{self, LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE};
+use crate::checkpoint::checkpoint_file::read_checkpoint_or_empty;
+use crate::checkpoint::log_dir_files::take_clean_shutdown_marker;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::log::file_names::{
-    parse_topic_partition_name, TopicPartition, DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX,
+use crate::file_names::{
+    parse_topic_partition_name, with_suffix, TopicPartition, DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX,
+    LOG_DIR_ATOMIC_FILES, LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE, STRAY_DIR_SUFFIX,
+    TMP_FILE_SUFFIX,
 };
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 use crate::log::unified_log::{LogOpenOptions, RecoveryProgressFn, UnifiedLog};
@@ -183,26 +186,16 @@ struct DirPlan {
     children: Vec<(PathBuf, TopicPartition)>,
 }
 
-/// The log dir's files written by atomic replace, whose `.tmp` a crash may leave behind.
-const ATOMIC_FILES: [&str; 6] = [
-    "recovery-point-offset-checkpoint",
-    "log-start-offset-checkpoint",
-    "replication-offset-checkpoint",
-    "cleaner-offset-checkpoint",
-    "meta.properties",
-    ".kafka_cleanshutdown",
-];
-
 fn plan_dir(dir: &Path) -> Result<DirPlan> {
-    for name in ATOMIC_FILES {
-        let tmp = dir.join(format!("{name}.tmp"));
+    for name in LOG_DIR_ATOMIC_FILES {
+        let tmp = with_suffix(&dir.join(name), TMP_FILE_SUFFIX);
         if crate::util::file::delete_if_exists(&tmp)? {
             log::info!("deleted {}, left by an interrupted write", tmp.display());
         }
     }
-    let had_clean_shutdown = log_dir::take_clean_shutdown_marker(dir)?;
-    let recovery_points = log_dir::read_checkpoint_or_empty(dir, RECOVERY_POINT_CHECKPOINT_FILE);
-    let log_starts = log_dir::read_checkpoint_or_empty(dir, LOG_START_OFFSET_CHECKPOINT_FILE);
+    let had_clean_shutdown = take_clean_shutdown_marker(dir)?;
+    let recovery_points = read_checkpoint_or_empty(dir, RECOVERY_POINT_CHECKPOINT_FILE);
+    let log_starts = read_checkpoint_or_empty(dir, LOG_START_OFFSET_CHECKPOINT_FILE);
     let mut children = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))? {
         let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;

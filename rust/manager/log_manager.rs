@@ -16,20 +16,22 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::config::LogManagerConfig;
 use super::loading::{load_log_dirs, DirLoadSummary, LoadContext, LoadedDir, ProgressCallback};
-use super::log_dir::{
-    self, LogDir, CLEANER_OFFSET_CHECKPOINT_FILE, LOCK_FILE, LOG_START_OFFSET_CHECKPOINT_FILE,
-    RECOVERY_POINT_CHECKPOINT_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE,
-};
+use super::log_dir::LogDir;
 use super::scheduler::{SchedulerThread, Tasks};
 use super::startup::{check_meta_properties, create_and_validate_log_dirs, lock_log_dirs};
-use crate::checkpoint::log_dir_files::{write_clean_shutdown, CLEAN_SHUTDOWN_FILE};
+use crate::checkpoint::checkpoint_file::{read_checkpoint_or_empty, write_checkpoint};
+use crate::checkpoint::log_dir_files::write_clean_shutdown;
 use crate::checkpoint::partition_metadata::TopicId;
 use crate::cleaner::log_cleaner::LogCleaner;
 use crate::config::LogConfig;
+use crate::config::LogManagerConfig;
 use crate::error::{Error, Result};
-use crate::log::file_names::{log_delete_dir_name, validate_partition_dir_name, validate_topic_name, TopicPartition};
+use crate::file_names::{
+    log_delete_dir_name, validate_partition_dir_name, validate_topic_name, TopicPartition,
+    CLEANER_OFFSET_CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE, LOCK_FILE, LOG_START_OFFSET_CHECKPOINT_FILE,
+    RECOVERY_POINT_CHECKPOINT_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE,
+};
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 use crate::log::unified_log::{LogOpenOptions, RetentionOptions, RetentionResult, UnifiedLog};
 use crate::util::clock::{system_clock, SharedClock};
@@ -597,7 +599,7 @@ fn log_start_entry(log: &UnifiedLog) -> Option<i64> {
 fn write_checkpoints(dir: &Path, logs: &[LogEntry], which: &[Checkpoint]) -> Result<()> {
     for (name, value) in which {
         let entries: Vec<_> = logs.iter().filter_map(|(tp, l)| value(l).map(|o| (tp.clone(), o))).collect();
-        log_dir::write_checkpoint(dir, name, &entries)?;
+        write_checkpoint(dir, name, &entries)?;
     }
     Ok(())
 }
@@ -842,10 +844,10 @@ impl Inner {
     /// Drops `tp` from the dir's `cleaner-offset-checkpoint`, if the file lists it (Kafka's
     /// cleaner forgets a deleted partition).
     fn forget_cleaner_checkpoint(&self, dir: &Path, tp: &TopicPartition) {
-        let mut entries = log_dir::read_checkpoint_or_empty(dir, CLEANER_OFFSET_CHECKPOINT_FILE);
+        let mut entries = read_checkpoint_or_empty(dir, CLEANER_OFFSET_CHECKPOINT_FILE);
         if entries.remove(tp).is_some() {
             let entries: Vec<_> = entries.into_iter().collect();
-            if let Err(e) = log_dir::write_checkpoint(dir, CLEANER_OFFSET_CHECKPOINT_FILE, &entries) {
+            if let Err(e) = write_checkpoint(dir, CLEANER_OFFSET_CHECKPOINT_FILE, &entries) {
                 self.failure_channel.maybe_add_offline_log_dir(dir, &e.to_string());
             }
         }

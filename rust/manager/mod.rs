@@ -1,7 +1,6 @@
 //! Kafka's LogManager layer: several log dirs, recovery at start-up, checkpoints, retention and
 //! the scheduler.
 
-pub mod config;
 pub mod loading;
 pub mod log_dir;
 pub mod log_manager;

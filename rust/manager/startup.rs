@@ -8,10 +8,12 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use super::config::LogManagerConfig;
-use super::log_dir::{self, LogDir, MetaProperties, LOCK_FILE};
+use super::log_dir::LogDir;
+use crate::checkpoint::log_dir_files::{read_meta_properties, write_meta_properties, MetaProperties};
 use crate::checkpoint::partition_metadata::TopicId;
+use crate::config::LogManagerConfig;
 use crate::error::{Error, Result};
+use crate::file_names::{LOCK_FILE, META_PROPERTIES_FILE};
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 
 /// Kafka's `createAndValidateLogDirs`: missing dirs are created; a dir that cannot be created,
@@ -87,9 +89,9 @@ pub(super) fn check_meta_properties(
     let mut seen_ids: HashMap<TopicId, PathBuf> = HashMap::new();
     let mut missing = Vec::new();
     for (i, dir) in dirs.iter_mut().enumerate().filter(|(_, d)| d.online) {
-        match log_dir::read_meta_properties(&dir.path) {
+        match read_meta_properties(&dir.path) {
             Ok(Some((_, meta))) => {
-                let file = dir.path.join(crate::checkpoint::log_dir_files::META_PROPERTIES_FILE);
+                let file = dir.path.join(META_PROPERTIES_FILE);
                 match &cluster_id {
                     Some(expected) if *expected != meta.cluster_id => {
                         return Err(Error::illegal_state(format!(
@@ -135,7 +137,7 @@ pub(super) fn check_meta_properties(
             id = TopicId::random();
         }
         let meta = MetaProperties { cluster_id: cluster_id.clone(), node_id: config.node_id, directory_id: id };
-        match log_dir::write_meta_properties(&dir.path, &meta, now_ms) {
+        match write_meta_properties(&dir.path, &meta, now_ms) {
             Ok(()) => {
                 seen_ids.insert(id, dir.path.clone());
                 dir.directory_id = Some(id);

@@ -3,6 +3,8 @@
 //!
 //! Thread-safety: frozen and immutable; the bytes never change or move while the object lives.
 
+#![allow(unsafe_code)] // see the SAFETY comments; lib.rs lists every module that needs it
+
 use std::ffi::{c_int, c_void};
 
 use pyo3::exceptions::PyBufferError;

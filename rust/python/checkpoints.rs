@@ -11,7 +11,7 @@ use super::errors::run;
 use crate::checkpoint::checkpoint_file::{self, EpochEntry};
 use crate::checkpoint::log_dir_files;
 use crate::error::Error;
-use crate::log::file_names::{validate_topic_name, TopicPartition};
+use crate::file_names::{validate_topic_name, TopicPartition};
 use crate::log::unified_log::check_offset;
 
 /// The offsets of an offset checkpoint file by (topic, partition).

@@ -19,11 +19,10 @@ use super::log::{parse_topic_id, props_dict, PyUnifiedLog};
 use super::records::{path_str, RetentionResult};
 use super::results::py_result;
 use crate::cleaner::cleaner_status::StatusFilter;
-use crate::config::LogConfig;
+use crate::config::LogManagerConfig;
 use crate::error::Error;
-use crate::log::file_names::TopicPartition;
+use crate::file_names::TopicPartition;
 use crate::log::unified_log::RetentionOptions;
-use crate::manager::config::LogManagerConfig;
 use crate::manager::loading::{self, ProgressCallback};
 use crate::manager::log_manager::{LogManager, LogManagerOptions};
 use crate::util::clock::{ManualClock, SharedClock};
@@ -85,17 +84,6 @@ py_result! { sequence
     }
 }
 
-/// A topic's config: its overrides over the broker defaults (Kafka's
-/// `LogConfig.fromProps(defaults, overrides)`).
-fn topic_config(defaults: &LogConfig, pairs: &[(String, String)]) -> crate::error::Result<LogConfig> {
-    let mut config = defaults.clone();
-    for (k, v) in pairs {
-        config.set(k, v)?;
-    }
-    config.validate()?;
-    Ok(config)
-}
-
 /// Native handle of a log manager.
 #[pyclass(frozen, name = "LogManager", module = "kafkalog._native")]
 pub struct PyLogManager {
@@ -130,7 +118,10 @@ impl PyLogManager {
             .map_err(|e| to_py_err(py, e))?;
         let mut topics = HashMap::new();
         for (topic, pairs) in &topic_configs {
-            topics.insert(topic.clone(), topic_config(config.log_config(), pairs).map_err(|e| to_py_err(py, e))?);
+            topics.insert(
+                topic.clone(),
+                config.log_config().with_overrides(pairs.iter().map(|(k, v)| (k, v))).map_err(|e| to_py_err(py, e))?,
+            );
         }
         let manual_clock = mock_time_ms.map(ManualClock::new);
         let clock: SharedClock = match &manual_clock {
@@ -201,7 +192,7 @@ impl PyLogManager {
         topic_id: Option<String>,
     ) -> PyResult<PyUnifiedLog> {
         let defaults = self.inner.config().log_config();
-        let config = config.map(|pairs| topic_config(defaults, &pairs)).transpose().map_err(|e| to_py_err(py, e))?;
+        let config = config.map(|pairs| defaults.with_overrides(pairs)).transpose().map_err(|e| to_py_err(py, e))?;
         let topic_id = topic_id.map(|id| parse_topic_id(&id)).transpose().map_err(|e| to_py_err(py, e))?;
         let manager = self.inner.clone();
         let tp = TopicPartition::new(topic, partition);
@@ -230,7 +221,7 @@ impl PyLogManager {
 
     #[allow(clippy::needless_pass_by_value)]
     fn update_topic_config(&self, py: Python<'_>, topic: String, config: Vec<(String, String)>) -> PyResult<()> {
-        let config = topic_config(self.inner.config().log_config(), &config).map_err(|e| to_py_err(py, e))?;
+        let config = self.inner.config().log_config().with_overrides(config).map_err(|e| to_py_err(py, e))?;
         let manager = self.inner.clone();
         run(py, move || manager.update_topic_config(&topic, config))
     }

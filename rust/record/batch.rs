@@ -4,7 +4,7 @@
 
 use super::compression::{decompress, CompressionType};
 use super::default_record::{decode_record, increment_sequence, Record, RecordContext};
-use crate::config::TimestampType;
+use super::timestamp_type::TimestampType;
 use crate::error::{Error, Result};
 
 /// Position of `baseOffset` (int64).

@@ -9,7 +9,7 @@ use super::batch::{
 use super::compression::{compress, CompressionType};
 use super::control::{ControlRecordType, END_TXN_MARKER_VALUE_SIZE};
 use super::default_record::{encode_record, encode_record_raw_headers, Header, Record};
-use crate::config::TimestampType;
+use super::timestamp_type::TimestampType;
 use crate::error::{Error, Result};
 
 /// The fixed header fields of a batch being built.

@@ -23,7 +23,7 @@ use std::ops::Range;
 
 use super::compression::{compress_with_magic, decompress, CompressionType};
 use super::default_record::Record;
-use crate::config::TimestampType;
+use super::timestamp_type::TimestampType;
 use crate::error::{Error, Result};
 
 /// Offset + size prefix of every log entry (`Records.LOG_OVERHEAD`).

@@ -8,6 +8,7 @@ pub mod control;
 pub mod default_record;
 pub mod legacy;
 pub mod records;
+pub mod timestamp_type;
 pub mod varint;
 
 pub use batch::RecordBatch;
@@ -15,3 +16,4 @@ pub use builder::{BatchBuilder, BatchHeader};
 pub use compression::CompressionType;
 pub use default_record::{Header, Record};
 pub use records::{AnyBatch, BatchIter};
+pub use timestamp_type::TimestampType;

@@ -5,7 +5,7 @@ use super::batch::{be_i32, RecordBatch, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, M
 use super::compression::CompressionType;
 use super::default_record::Record;
 use super::legacy::LegacyEntry;
-use crate::config::TimestampType;
+use super::timestamp_type::TimestampType;
 use crate::error::{Error, Result};
 
 /// One batch of any magic: a v2 `RecordBatch` or a legacy magic 0/1 log entry (a message, or a

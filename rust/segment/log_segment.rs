@@ -13,10 +13,12 @@ use parking_lot::Mutex;
 use super::file_records::{BatchHeaderInfo, FileRecords};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
+use crate::file_names::{
+    log_file, offset_index_file, time_index_file, transaction_index_file, with_suffix, LOG_FILE_SUFFIX,
+};
 use crate::index::lazy::LazyIndex;
 use crate::index::offset_index::{OffsetIndex, OffsetPosition};
 use crate::index::time_index::{TimeIndex, TimestampOffset};
-use crate::log::file_names::{log_file, offset_index_file, time_index_file, transaction_index_file, with_suffix};
 use crate::record::records::BatchIter;
 use crate::util::clock::SharedClock;
 
@@ -808,7 +810,7 @@ impl LogSegment {
     pub fn txn_index_path(&self) -> PathBuf {
         let log = self.path();
         let name = log.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let suffix = name.split_once(".log").map_or("", |(_, rest)| rest).to_string();
+        let suffix = name.split_once(LOG_FILE_SUFFIX).map_or("", |(_, rest)| rest).to_string();
         let dir = log.parent().map(Path::to_path_buf).unwrap_or_default();
         with_suffix(&transaction_index_file(&dir, self.base_offset), &suffix)
     }

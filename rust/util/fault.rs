@@ -23,6 +23,8 @@
 //! next `check` once the two have synchronised (the relaxed fast path may miss a rule installed
 //! concurrently with no happens-before edge, which only tests that race themselves could see).
 
+#![allow(unsafe_code)] // see the SAFETY comments; lib.rs lists every module that needs it
+
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -2,12 +2,14 @@
 //! directory fsync, and I/O errors that name the file. Every write, fsync, rename and delete
 //! passes the fault-injection seam (`util::fault::check`) first.
 
+#![allow(unsafe_code)] // see the SAFETY comments; lib.rs lists every module that needs it
+
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::log::file_names::{with_suffix, TMP_FILE_SUFFIX};
+use crate::file_names::{with_suffix, TMP_FILE_SUFFIX};
 use crate::util::fault::{check, FaultOp};
 
 /// Writes `contents` to `path` atomically (Kafka's `Utils.atomicMoveWithFallback` after writing a

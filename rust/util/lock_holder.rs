@@ -95,7 +95,7 @@ mod tests {
     #[test]
     fn names_this_process_for_its_own_ofd_lock() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(".lock");
+        let path = dir.path().join(crate::file_names::LOCK_FILE);
         let _lock = crate::util::file::FileLock::try_lock(&path).unwrap();
         let me = std::process::id();
         assert_eq!(describe(&path), Some(format!("this process (pid {me})")));

@@ -16,7 +16,7 @@ import kafkalog
 from kafkalog import _native, checkpoints
 from kafkalog.records import Record
 
-from manager_helpers import open_manager
+from kit.manager import open_manager
 
 #: Result classes that were named tuples: they unpack and compare like tuples.
 SEQUENCES = [

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use kafkalog::error::Error;
-use kafkalog::log::file_names::TopicPartition;
+use kafkalog::file_names::TopicPartition;
 use kafkalog::log::unified_log::{check_first_dirty_offset, LogOpenOptions, MAX_OFFSET};
 use kafkalog::manager::log_manager::{LogManager, LogManagerOptions};
 use kafkalog::util::clock::ManualClock;

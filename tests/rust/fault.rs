@@ -8,7 +8,7 @@ use std::path::Path;
 
 use kafkalog::checkpoint::partition_metadata::TopicId;
 use kafkalog::error::Error;
-use kafkalog::log::file_names::{log_file, with_suffix, PARTITION_METADATA_FILE, TMP_FILE_SUFFIX};
+use kafkalog::file_names::{log_file, with_suffix, PARTITION_METADATA_FILE, TMP_FILE_SUFFIX};
 use kafkalog::util::fault::{inject, FaultOp};
 use kafkalog::UnifiedLog;
 

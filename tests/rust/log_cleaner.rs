@@ -1017,7 +1017,7 @@ fn every_codec_is_kept() {
 /// compressed wrapper keeps its codec; magic 0 records get no timestamp (-1).
 #[test]
 fn legacy_batches_are_cleaned_into_v2() {
-    use kafkalog::config::TimestampType::CreateTime;
+    use kafkalog::record::TimestampType::CreateTime;
     let fx = Fixture::new();
     let log = open_shared(&fx, &compact_config(&[]));
     let mut raw = Vec::new();

@@ -23,12 +23,11 @@ use std::sync::Arc;
 
 use kafkalog::cleaner::offset_map::BYTES_PER_ENTRY;
 use kafkalog::cleaner::{group_segments_by_size, Cleaner};
-use kafkalog::config::TimestampType;
 use kafkalog::error::Error;
 use kafkalog::log::unified_log::LogOpenOptions;
 use kafkalog::record::control::ControlRecordType;
 use kafkalog::record::legacy::write_legacy_entry;
-use kafkalog::record::{BatchHeader, CompressionType};
+use kafkalog::record::{BatchHeader, CompressionType, TimestampType};
 use kafkalog::{LogConfig, UnifiedLog};
 
 use crate::common::cleaner::{

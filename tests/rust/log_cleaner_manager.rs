@@ -8,14 +8,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use kafkalog::checkpoint::checkpoint_file::read_checkpoint_or_empty;
 use kafkalog::cleaner::log_cleaner::{LogCleaner, LogCleanerContext};
 use kafkalog::cleaner::log_cleaner_manager::{LogCleanerManager, LogCleaningState, LogEntry, LogSource, PreCleanStats};
 use kafkalog::cleaner::log_to_clean::{cleanable_offsets, LogToClean};
-use kafkalog::log::file_names::TopicPartition;
+use kafkalog::config::CleanerConfig;
+use kafkalog::file_names::TopicPartition;
+use kafkalog::file_names::CLEANER_OFFSET_CHECKPOINT_FILE;
 use kafkalog::log::log_dir_failure_channel::LogDirFailureChannel;
 use kafkalog::log::unified_log::{LogOpenOptions, UnifiedLog};
-use kafkalog::manager::config::CleanerConfig;
-use kafkalog::manager::log_dir::{read_checkpoint_or_empty, CLEANER_OFFSET_CHECKPOINT_FILE};
 use kafkalog::record::CompressionType;
 use kafkalog::util::clock::{Clock, ManualClock};
 

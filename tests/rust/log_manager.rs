@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kafkalog::error::Error;
-use kafkalog::log::file_names::TopicPartition;
+use kafkalog::file_names::TopicPartition;
 use kafkalog::manager::log_manager::{LogManager, LogManagerOptions};
 use kafkalog::util::clock::ManualClock;
 use kafkalog::util::fault::{inject, FaultOp};

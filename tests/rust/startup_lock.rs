@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafkalog::error::Error;
-use kafkalog::log::file_names::TopicPartition;
+use kafkalog::file_names::TopicPartition;
 use kafkalog::manager::loading::{DirRecoveryProgress, ProgressCallback};
 use kafkalog::manager::log_manager::{LogManager, LogManagerOptions};
 use kafkalog::util::clock::ManualClock;

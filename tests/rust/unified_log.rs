@@ -2,11 +2,11 @@
 //! or a `LogManager`, against `kafkalog::UnifiedLog`.
 
 use kafkalog::checkpoint::partition_metadata::TopicId;
-use kafkalog::config::TimestampType;
 use kafkalog::error::Error;
 use kafkalog::log::unified_log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use kafkalog::record::records::{AnyBatch, BatchIter};
 use kafkalog::record::CompressionType;
+use kafkalog::record::TimestampType;
 use kafkalog::util::clock::Clock;
 use kafkalog::{FetchIsolation, UnifiedLog};
 

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use super::{UnifiedLog, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use crate::error::{Error, Result};
-use crate::log::file_names::{parse_dir_name, validate_partition_dir_name, TopicPartition};
+use crate::file_names::{parse_dir_name, validate_partition_dir_name, TopicPartition};
 
 /// The largest log end offset (and the largest offset a caller may name).
 pub const MAX_OFFSET: i64 = i64::MAX;

@@ -15,7 +15,7 @@ use parking_lot::MutexGuard;
 
 use super::UnifiedLog;
 use crate::error::{Error, Result};
-use crate::log::file_names::CLEANED_FILE_SUFFIX;
+use crate::file_names::{CLEANED_FILE_SUFFIX, SEGMENT_FILE_SUFFIXES};
 use crate::segment::log_segment::LogSegment;
 
 /// Proof that the holder is the only clean of this log. Dropping it ends the clean.
@@ -127,10 +127,10 @@ impl UnifiedLog {
         let config = self.config();
         let result = (|| {
             let dir = self.dir();
-            for suffix in [".log", ".index", ".timeindex", ".txnindex"] {
+            for suffix in SEGMENT_FILE_SUFFIXES {
                 let name = format!(
                     "{}{suffix}{CLEANED_FILE_SUFFIX}",
-                    crate::log::file_names::filename_prefix_from_offset(base_offset)
+                    crate::file_names::filename_prefix_from_offset(base_offset)
                 );
                 crate::util::file::delete_if_exists(&dir.join(name))?;
             }

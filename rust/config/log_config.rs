@@ -3,14 +3,9 @@
 //! valid ranges. Checked against the released Kafka 4.0.0, 4.1.0, 4.2.0 and 4.3.1 jars; where the
 //! 4.x releases differ, this module follows the newest (4.3.1) and says so at the key.
 //!
-//! Values are parsed the way Kafka's `ConfigDef` parses them:
-//! - Leading and trailing characters `<= ' '` are ignored (Java's `String.trim`).
-//! - An int must fit int32 and a long must fit int64. Both accept an optional leading `+` or `-`.
-//!   Kafka also accepts non-ASCII Unicode digits here; this module does not.
-//! - A boolean is `true` or `false` in any letter case.
-//! - A list is split on commas, and whitespace around each comma is dropped. An empty string is
-//!   the empty list.
-//! - Enumerated strings (`compression.type`, `message.timestamp.type`, `cleanup.policy`
+//! Values are parsed the way Kafka's `ConfigDef` parses them (see [`super::key_table`], the
+//! engine this table shares with the broker and cleaner tables).
+//! Enumerated strings (`compression.type`, `message.timestamp.type`, `cleanup.policy`
 //!   elements) are case-sensitive.
 //!
 //! Kafka 4.0 removed `message.format.version`, `message.timestamp.difference.max.ms` and
@@ -25,10 +20,12 @@
 #![allow(clippy::module_name_repetitions)]
 
 use std::fmt;
-use std::str::FromStr;
-use std::sync::OnceLock;
 
-use crate::error::{Error, Result};
+use super::key_table::{
+    invalid, java_double, java_trim, key, parse_double, parse_int, parse_list, Key, KeyTable, Range,
+};
+use crate::error::Result;
+use crate::record::TimestampType;
 
 /// Topic keys that Kafka 4.0 removed. Kafka 4.x rejects them when a topic is created or altered.
 pub const REMOVED_KEYS: &[&str] =
@@ -99,36 +96,6 @@ impl fmt::Display for CleanupPolicy {
             (false, true) => "delete",
             (false, false) => "",
         })
-    }
-}
-
-/// `message.timestamp.type`. The discriminants are Kafka's `TimestampType` ids.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum TimestampType {
-    /// The producer's timestamp is kept.
-    CreateTime = 0,
-    /// The broker stamps each batch with its append time.
-    LogAppendTime = 1,
-}
-
-impl TimestampType {
-    /// Kafka's name: `CreateTime` or `LogAppendTime`.
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::CreateTime => "CreateTime",
-            Self::LogAppendTime => "LogAppendTime",
-        }
-    }
-
-    /// The type named exactly `name` (case-sensitive, as in Kafka's config validator).
-    #[must_use]
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "CreateTime" => Some(Self::CreateTime),
-            "LogAppendTime" => Some(Self::LogAppendTime),
-            _ => None,
-        }
     }
 }
 
@@ -291,9 +258,23 @@ impl LogConfig {
     /// `InvalidConfig` for an unknown or removed key, a value that does not parse or is out of
     /// range, or a failed cross-key check.
     pub fn from_props<'a, I: IntoIterator<Item = (&'a str, &'a str)>>(props: I) -> Result<Self> {
-        let mut config = Self::default();
-        for (key, value) in props {
-            config.set(key, value)?;
+        Self::default().with_overrides(props)
+    }
+
+    /// A copy of `self` with `overrides` applied, each with [`LogConfig::set`], then checked with
+    /// [`LogConfig::validate`]: a topic's config over the broker defaults (Kafka's
+    /// `LogConfig.fromProps(defaults, overrides)`). `self` is unchanged.
+    ///
+    /// # Errors
+    /// As [`LogConfig::from_props`].
+    pub fn with_overrides<K, V>(&self, overrides: impl IntoIterator<Item = (K, V)>) -> Result<Self>
+    where
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut config = self.clone();
+        for (key, value) in overrides {
+            config.set(key.as_ref(), value.as_ref())?;
         }
         config.validate()?;
         Ok(config)
@@ -306,13 +287,13 @@ impl LogConfig {
     /// # Errors
     /// `InvalidConfig` naming the key, the value and the rule it breaks.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        match KEYS.binary_search_by(|def| def.name.cmp(key)) {
-            Ok(i) => (KEYS[i].set)(self, KEYS[i].name, value),
-            Err(_) if REMOVED_KEYS.contains(&key) => {
+        match TABLE.set(self, key, value) {
+            Some(result) => result,
+            None if REMOVED_KEYS.contains(&key) => {
                 let rule = "removed in Kafka 4.0; Kafka 4.x rejects it as unknown";
                 Err(invalid(key, value, rule))
             }
-            Err(_) => {
+            None => {
                 let rule = format!("unknown topic config (known keys: {})", Self::names().join(", "));
                 Err(invalid(key, value, rule))
             }
@@ -339,10 +320,7 @@ impl LogConfig {
     pub fn validate(&self) -> Result<()> {
         // Every value re-passes its key's range check, so a LogConfig built field by field in
         // Rust is held to the same rules as one parsed from strings.
-        let mut scratch = LogConfig::default();
-        for (key, value) in self.to_props() {
-            scratch.set(key, &value)?;
-        }
+        TABLE.recheck(self, LogConfig::default())?;
         let (min_lag, max_lag) = (self.min_compaction_lag_ms, self.max_compaction_lag_ms);
         if min_lag > max_lag {
             let rule = format!("must be <= max.compaction.lag.ms ({max_lag})");
@@ -392,7 +370,14 @@ impl LogConfig {
     /// `Double.toString` does). An unset `internal.segment.bytes` is left out.
     #[must_use]
     pub fn to_props(&self) -> Vec<(&'static str, String)> {
-        KEYS.iter().filter_map(|def| (def.get)(self).map(|v| (def.name, v))).collect()
+        TABLE.to_props(self)
+    }
+
+    /// The value of topic key `key` as [`LogConfig::to_props`] prints it; `None` for an unknown
+    /// key or an unset `internal.segment.bytes`.
+    #[must_use]
+    pub fn value(&self, key: &str) -> Option<String> {
+        TABLE.get(self, key)
     }
 
     /// The age after which the active segment rolls (Kafka's `maxSegmentMs`). For a compacted
@@ -428,8 +413,7 @@ impl LogConfig {
     /// `internal.segment.bytes`.
     #[must_use]
     pub fn names() -> &'static [&'static str] {
-        static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
-        NAMES.get_or_init(|| KEYS.iter().map(|def| def.name).collect())
+        TABLE.names()
     }
 
     /// Whether `cleanup.policy` includes `compact`.
@@ -445,73 +429,11 @@ impl LogConfig {
     }
 }
 
-/// One key: how to parse it into its field and how to print the field back.
-struct KeyDef {
-    name: &'static str,
-    set: fn(&mut LogConfig, &'static str, &str) -> Result<()>,
-    get: fn(&LogConfig) -> Option<String>,
-}
-
-/// An integer key's valid range.
-#[derive(Clone, Copy)]
-pub(crate) enum Range {
-    Any,
-    AtLeast(i64),
-    Between(i64, i64),
-    /// `compression.gzip.level`: `[1, 9]` or -1.
-    GzipLevel,
-}
-
-impl Range {
-    fn contains(self, v: i64) -> bool {
-        match self {
-            Range::Any => true,
-            Range::AtLeast(min) => v >= min,
-            Range::Between(min, max) => (min..=max).contains(&v),
-            Range::GzipLevel => v == -1 || (1..=9).contains(&v),
-        }
-    }
-
-    fn rule(self) -> String {
-        match self {
-            Range::Any => "any value".to_string(),
-            Range::AtLeast(min) => format!("must be >= {min}"),
-            Range::Between(min, max) => format!("must be in [{min}, {max}]"),
-            Range::GzipLevel => "must be in [1, 9] or -1".to_string(),
-        }
-    }
-}
-
-/// `key!(name, field, PARSE[, SHOW])` builds a [`KeyDef`]. PARSE is `int RANGE`, `long RANGE`,
-/// `bool`, or a `fn(key, raw) -> Result<T>`; SHOW defaults to the field's `to_string`.
-macro_rules! key {
-    ($name:literal, $field:ident, int $range:expr) => {
-        key!($name, $field, |k, v| parse_int(k, v, $range))
-    };
-    ($name:literal, $field:ident, long $range:expr) => {
-        key!($name, $field, |k, v| parse_long(k, v, $range))
-    };
-    ($name:literal, $field:ident, bool) => {
-        key!($name, $field, parse_bool)
-    };
-    ($name:literal, $field:ident, $parse:expr) => {
-        key!($name, $field, $parse, |c| Some(c.$field.to_string()))
-    };
-    ($name:literal, $field:ident, $parse:expr, $show:expr) => {
-        KeyDef {
-            name: $name,
-            set: |c, k, v| {
-                c.$field = ($parse)(k, v)?;
-                Ok(())
-            },
-            get: $show,
-        }
-    };
-}
-
 /// Every topic key Kafka 4.3 accepts, sorted by name (`set` binary-searches this table).
+static TABLE: KeyTable<LogConfig> = KeyTable::new(&KEYS);
+
 #[rustfmt::skip]
-static KEYS: [KeyDef; 34] = [
+static KEYS: [Key<LogConfig>; 34] = [
     key!("cleanup.policy", cleanup_policy, CleanupPolicy::parse,
         |c| Some(c.cleanup_policy.to_string())),
     key!("compression.gzip.level", compression_gzip_level, int Range::GzipLevel),
@@ -555,10 +477,6 @@ static KEYS: [KeyDef; 34] = [
     key!("unclean.leader.election.enable", unclean_leader_election_enable, bool),
 ];
 
-pub(crate) fn invalid(key: &str, value: impl fmt::Display, rule: impl Into<String>) -> Error {
-    Error::invalid_config(key, value, rule)
-}
-
 /// Kafka's checks of one `local.retention.*` against its `retention.*` (remote storage on).
 /// Kafka tests `retention.bytes > -1` but `retention.ms != -1`; those agree, because
 /// `retention.ms` is never below -1.
@@ -574,75 +492,10 @@ fn check_local_retention(local_key: &str, total_key: &str, local: i64, total: i6
     Ok(())
 }
 
-/// Java's `String.trim`: strips every char `<= ' '` from both ends.
-pub(crate) fn java_trim(s: &str) -> &str {
-    s.trim_matches(|c: char| c <= ' ')
-}
-
-/// Java regex `\s`, which Kafka's list splitter drops around each comma.
-fn is_java_space(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\n' | '\x0B' | '\x0C' | '\r')
-}
-
-/// Kafka's LIST parsing: trim, empty → empty list, else split on `\s*,\s*` keeping empty items.
-pub(crate) fn parse_list(raw: &str) -> Vec<String> {
-    let trimmed = java_trim(raw);
-    if trimmed.is_empty() {
-        return Vec::new();
-    }
-    trimmed.split(',').map(|item| item.trim_matches(is_java_space).to_string()).collect()
-}
-
-/// Parses like Java's `Integer.parseInt` / `Long.parseLong` (after trimming), then checks `range`.
-fn parse_number<T>(key: &str, raw: &str, range: Range, type_rule: &str) -> Result<T>
-where
-    T: FromStr + Into<i64> + Copy,
-{
-    let not_a_number = |_| invalid(key, raw, type_rule);
-    let v: T = java_trim(raw).parse().map_err(not_a_number)?;
-    if range.contains(v.into()) {
-        Ok(v)
-    } else {
-        Err(invalid(key, raw, range.rule()))
-    }
-}
-
-pub(crate) fn parse_int(key: &str, raw: &str, range: Range) -> Result<i32> {
-    parse_number(key, raw, range, "must be an integer (int32)")
-}
-
-pub(crate) fn parse_long(key: &str, raw: &str, range: Range) -> Result<i64> {
-    parse_number(key, raw, range, "must be a long")
-}
-
 /// Kafka gives `internal.segment.bytes` no range; kafkalog requires room for one batch header
 /// (Kafka's pre-4.1 `segment.bytes` minimum of 14), so no size computation can go negative.
 fn parse_internal_int(key: &str, raw: &str) -> Result<Option<i32>> {
     parse_int(key, raw, Range::AtLeast(14)).map(Some)
-}
-
-pub(crate) fn parse_bool(key: &str, raw: &str) -> Result<bool> {
-    let t = java_trim(raw);
-    if t.eq_ignore_ascii_case("true") {
-        Ok(true)
-    } else if t.eq_ignore_ascii_case("false") {
-        Ok(false)
-    } else {
-        Err(invalid(key, raw, "must be true or false"))
-    }
-}
-
-/// Parses a double (after trimming) with Rust's float syntax, which differs from Java's
-/// `Double.valueOf` only at the edges (no `d`/`f` suffixes or hex floats), then checks it with
-/// `valid`, whose rule `rule` names.
-pub(crate) fn parse_double(key: &str, raw: &str, valid: impl Fn(f64) -> bool, rule: &str) -> Result<f64> {
-    let not_double = |_| invalid(key, raw, "must be a double");
-    let v: f64 = java_trim(raw).parse().map_err(not_double)?;
-    if valid(v) {
-        Ok(v)
-    } else {
-        Err(invalid(key, raw, rule))
-    }
 }
 
 /// `min.cleanable.dirty.ratio`. Kafka lets `NaN` through its range check (every comparison with
@@ -676,27 +529,10 @@ fn parse_throttled(key: &str, raw: &str) -> Result<Vec<String>> {
     }
 }
 
-/// Java's `Double.toString` for finite values: plain decimal in `[1e-3, 1e7)`, else
-/// `d.dddE±n`, and always with a fractional digit.
-pub(crate) fn java_double(v: f64) -> String {
-    let magnitude = v.abs();
-    if v == 0.0 || (1e-3..1e7).contains(&magnitude) {
-        // Rust's Debug form is the shortest round-trip decimal and keeps a ".0".
-        format!("{v:?}")
-    } else {
-        let s = format!("{v:e}");
-        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        if mantissa.contains('.') {
-            format!("{mantissa}E{exp}")
-        } else {
-            format!("{mantissa}.0E{exp}")
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
     use proptest::prelude::*;
 
     type Props = &'static [(&'static str, &'static str)];

@@ -1,8 +1,11 @@
-//! Every on-disk name in one place (Kafka's `LogFileUtils` and the name helpers of `LocalLog`):
-//! 20-digit segment base names, file suffixes, partition directory names (plain and
+//! Every on-disk name in one place (Kafka's `LogFileUtils`, the name helpers of `LocalLog`, and
+//! the file names of `LogManager`, `CheckpointFile` users and `CleanShutdownFileHandler`):
+//! 20-digit segment base names, file suffixes, the files at the top of a log dir (checkpoints,
+//! `.lock`, `meta.properties`, `.kafka_cleanshutdown`), partition directory names (plain and
 //! `.<uuid>-delete|-future|-stray`), and Kafka's topic-name rules (`Topic.validate`).
 //!
-//! Pure functions and constants; safe to call from any thread.
+//! The crate's lowest layer beside `error`, the one module it imports: every other layer takes
+//! its names from here. Pure functions and constants; safe to call from any thread.
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +39,36 @@ pub const STRAY_DIR_SUFFIX: &str = "-stray";
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
 /// Leader epoch cache file in a partition directory.
 pub const LEADER_EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
+/// Per-partition recovery points, at the top of a log dir (`LogManager`'s
+/// `RecoveryPointCheckpointFile`).
+pub const RECOVERY_POINT_CHECKPOINT_FILE: &str = "recovery-point-offset-checkpoint";
+/// Per-partition log start offsets (`LogManager`'s `LogStartOffsetCheckpointFile`).
+pub const LOG_START_OFFSET_CHECKPOINT_FILE: &str = "log-start-offset-checkpoint";
+/// Per-partition high watermarks (Kafka's `ReplicaManager` writes it).
+pub const REPLICATION_OFFSET_CHECKPOINT_FILE: &str = "replication-offset-checkpoint";
+/// Per-partition first dirty offsets (the log cleaner's `LogCleanerManager` writes it).
+pub const CLEANER_OFFSET_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
+/// The file a running `LogManager` (or Kafka broker) holds locked in each log dir
+/// (`LogManager.LockFileName`).
+pub const LOCK_FILE: &str = ".lock";
+/// The identity of a log dir (`MetaPropertiesEnsemble.META_PROPERTIES_NAME`).
+pub const META_PROPERTIES_FILE: &str = "meta.properties";
+/// The clean-shutdown marker of a log dir (`CleanShutdownFileHandler`).
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+/// The files at the top of a log dir that are written by atomic replace (a `.tmp` beside, then a
+/// rename), so a crash may leave their `.tmp` behind.
+pub const LOG_DIR_ATOMIC_FILES: [&str; 6] = [
+    RECOVERY_POINT_CHECKPOINT_FILE,
+    LOG_START_OFFSET_CHECKPOINT_FILE,
+    REPLICATION_OFFSET_CHECKPOINT_FILE,
+    CLEANER_OFFSET_CHECKPOINT_FILE,
+    META_PROPERTIES_FILE,
+    CLEAN_SHUTDOWN_FILE,
+];
+/// The suffixes of one segment's files, `.log` first: a segment is these files with one base
+/// name (the `.txnindex` only when the segment has aborted transactions).
+pub const SEGMENT_FILE_SUFFIXES: [&str; 4] =
+    [LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX];
 /// Longest legal topic name, in UTF-16 units as Java counts (Kafka's `Topic.MAX_NAME_LENGTH`).
 pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
 /// Longest name `LocalLog` gives a `-delete` or `-stray` directory (a common file-name limit).

@@ -7,7 +7,7 @@
 //! Names, types, defaults and ranges are Kafka 4.3.1's (`ServerLogConfigs`, `ServerConfigs`,
 //! `CleanerConfig`, `RemoteLogManagerConfig`, `ReplicationConfigs`, `KRaftConfigs`,
 //! `LogConfig.SERVER_CONFIG_DEF`), checked against the `ConfigDef`s in the 4.3.1 jars. Values
-//! parse as in [`crate::config`]. When several broker keys feed one topic key, the first one
+//! parse as in [`super::key_table`], the engine the three tables share. When several broker keys feed one topic key, the first one
 //! set wins, in the order of Kafka's `ServerTopicConfigSynonyms`:
 //! - `segment.ms`: `log.roll.ms`, else `log.roll.hours` (default 168).
 //! - `segment.jitter.ms`: `log.roll.jitter.ms`, else `log.roll.jitter.hours` (default 0).
@@ -36,10 +36,10 @@
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
-use crate::config::{invalid, java_double, java_trim, parse_bool, parse_double, parse_int, parse_list, parse_long};
-use crate::config::{LogConfig, Range};
+use super::cleaner_config::CleanerConfig;
+use super::key_table::{invalid, java_trim, key, parse_int, parse_list, parse_long, Key, KeyTable, Range};
+use super::log_config::LogConfig;
 use crate::error::{Error, Result};
 
 /// Broker keys that Kafka 4.0 removed. Kafka 4.x ignores them with a warning.
@@ -48,77 +48,7 @@ const REMOVED_KEYS: &[&str] =
 
 const MINUTE_MS: i64 = 60 * 1000;
 const HOUR_MS: i64 = 60 * MINUTE_MS;
-const MIB: i64 = 1024 * 1024;
 const ZERO_RETENTION: &str = "must not be 0 (a negative value means unlimited retention)";
-
-/// The `log.cleaner.*` broker keys that configure the cleaner threads: Kafka's `CleanerConfig`
-/// (`storage/.../internals/log/CleanerConfig.java`). Kafka's class also carries
-/// `maxMessageSize`, which is `message.max.bytes`: read it from
-/// [`LogManagerConfig::log_config`]. The cleaner's topic synonyms
-/// (`log.cleaner.min.cleanable.ratio` and the rest) live in that `LogConfig` too.
-/// A plain value.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CleanerConfig {
-    /// `log.cleaner.threads`: int, default 1, `>= 0`. `validate` then requires `>= 1`; see the
-    /// module docs.
-    pub num_threads: i32,
-    /// `log.cleaner.dedupe.buffer.size`: long, default 128 MiB. It must be above 1 MiB per
-    /// thread: `size / threads > 1048576`, in integer division (Kafka's start-up check).
-    pub dedupe_buffer_size: i64,
-    /// `log.cleaner.io.buffer.load.factor`: double, default 0.9. This is the dedupe map's load
-    /// factor, despite the name. Kafka sets no range; kafkalog requires (0, 1].
-    pub dedupe_buffer_load_factor: f64,
-    /// `log.cleaner.io.buffer.size`: int, default 512 KiB, `>= 0`.
-    pub io_buffer_size: i32,
-    /// `log.cleaner.io.max.bytes.per.second`: double, default `f64::MAX` (unthrottled). Kafka
-    /// sets no range; kafkalog requires a finite value `> 0`.
-    pub max_io_bytes_per_second: f64,
-    /// `log.cleaner.backoff.ms`: long, default 15000, `>= 0`. The sleep when no log needs
-    /// cleaning.
-    pub backoff_ms: i64,
-    /// `log.cleaner.enable`: boolean, default true. Deprecated since Kafka 4.1, to be removed
-    /// in 5.0.
-    pub enable_cleaner: bool,
-}
-
-impl Default for CleanerConfig {
-    /// Kafka 4.3.1's defaults.
-    fn default() -> Self {
-        Self {
-            num_threads: 1,
-            dedupe_buffer_size: 128 * MIB,
-            dedupe_buffer_load_factor: 0.9,
-            io_buffer_size: 512 * 1024,
-            max_io_bytes_per_second: f64::MAX,
-            backoff_ms: 15_000,
-            enable_cleaner: true,
-        }
-    }
-}
-
-impl CleanerConfig {
-    /// Kafka's start-up check: at least one thread, and more than 1 MiB of dedupe buffer per
-    /// thread.
-    ///
-    /// # Errors
-    /// `InvalidConfig` naming `log.cleaner.threads` or `log.cleaner.dedupe.buffer.size`.
-    pub fn validate(&self) -> Result<()> {
-        let (threads, size) = (self.num_threads, self.dedupe_buffer_size);
-        if threads < 1 {
-            let rule = "must be >= 1: Kafka 4.3.1 accepts 0, then fails to start dividing \
-                        log.cleaner.dedupe.buffer.size by it";
-            return Err(invalid("log.cleaner.threads", threads, rule));
-        }
-        if size / i64::from(threads) <= MIB {
-            let rule = format!(
-                "must be more than 1 MiB per cleaner thread: {size} / log.cleaner.threads ({threads}) \
-                 must be > {MIB}"
-            );
-            return Err(invalid("log.cleaner.dedupe.buffer.size", size, rule));
-        }
-        Ok(())
-    }
-}
 
 /// `cordoned.log.dirs` as given: `*` or a list of directories.
 #[derive(Clone, Debug, PartialEq)]
@@ -284,18 +214,14 @@ impl LogManagerConfig {
     /// `InvalidConfig` naming the key, the value and the rule it breaks. For a topic key, the
     /// rule names the broker key to use instead.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let Ok(i) = KEYS.binary_search_by(|def| def.name.cmp(key)) else {
+        let Some(def) = TABLE.find(key) else {
             return Err(unknown_key(key, value));
         };
-        let def = &KEYS[i];
-        match def.kind {
-            Kind::Topic(topic) => self.log_config.set(topic, value).map_err(|e| renamed(e, def.name)),
-            Kind::Own { set, .. } => {
-                set(self, def.name, value)?;
-                self.resolve_synonyms();
-                Ok(())
-            }
+        (def.set)(self, def.name, value)?;
+        if def.synonym_of.is_none() {
+            self.resolve_synonyms();
         }
+        Ok(())
     }
 
     /// The checks Kafka 4.3.1 makes at start-up (`KafkaConfig.validateValues`,
@@ -312,10 +238,7 @@ impl LogManagerConfig {
     /// # Errors
     /// `InvalidConfig` naming the broker key that gave the offending value, and the rule.
     pub fn validate(&self) -> Result<()> {
-        let mut scratch = Self::default();
-        for (key, value) in self.to_props() {
-            scratch.set(key, &value)?;
-        }
+        TABLE.recheck(self, Self::default())?;
         self.validate_dirs()?;
         let (key, given, ms) = self.times.retention();
         if ms == 0 {
@@ -331,20 +254,13 @@ impl LogManagerConfig {
     /// `log.retention.ms`, `log.retention.minutes` and `log.flush.interval.ms` until set.
     #[must_use]
     pub fn to_props(&self) -> Vec<(&'static str, String)> {
-        let topic = self.log_config.to_props();
-        let topic_value = |t: &str| topic.iter().find(|(k, _)| *k == t).map(|(_, v)| v.clone());
-        let value = |def: &KeyDef| match def.kind {
-            Kind::Topic(t) => topic_value(t),
-            Kind::Own { get, .. } => get(self),
-        };
-        KEYS.iter().filter_map(|def| value(def).map(|v| (def.name, v))).collect()
+        TABLE.to_props(self)
     }
 
     /// Every key this config accepts, sorted.
     #[must_use]
     pub fn names() -> &'static [&'static str] {
-        static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
-        NAMES.get_or_init(|| KEYS.iter().map(|def| def.name).collect())
+        TABLE.names()
     }
 
     /// The log dirs (Kafka's `logDirs`): `log.dirs` if set, else `log.dir`, each absolute and
@@ -429,7 +345,7 @@ fn first_synonym(topic: &str) -> Option<&'static str> {
         "flush.ms" => Some("log.flush.interval.ms"),
         _ => None,
     };
-    resolved.or_else(|| KEYS.iter().find(|def| matches!(def.kind, Kind::Topic(t) if t == topic)).map(|def| def.name))
+    resolved.or_else(|| KEYS.iter().find(|def| def.synonym_of == Some(topic)).map(|def| def.name))
 }
 
 fn unknown_key(key: &str, value: &str) -> Error {
@@ -527,122 +443,90 @@ fn parse_retention_ms(key: &str, raw: &str) -> Result<i64> {
     }
 }
 
-/// One key: either a topic synonym applied straight to `log_config`, or a key of its own.
-struct KeyDef {
-    name: &'static str,
-    kind: Kind,
-}
-
-enum Kind {
-    /// A broker synonym that sets this topic key of `log_config`, with the same type and range.
-    Topic(&'static str),
-    /// A key stored here: how to parse it into its field and how to print it back.
-    Own {
-        set: fn(&mut LogManagerConfig, &'static str, &str) -> Result<()>,
-        get: fn(&LogManagerConfig) -> Option<String>,
-    },
-}
-
-macro_rules! topic {
+/// `synonym!(broker key, topic key)`: a broker key that sets a topic key of `log_config`, with
+/// the topic key's type and range (errors name the broker key).
+macro_rules! synonym {
     ($name:literal, $topic:literal) => {
-        KeyDef { name: $name, kind: Kind::Topic($topic) }
+        Key {
+            name: $name,
+            set: |c: &mut LogManagerConfig, k, v| c.log_config.set($topic, v).map_err(|e| renamed(e, k)),
+            get: |c| c.log_config.value($topic),
+            synonym_of: Some($topic),
+        }
     };
 }
 
-/// `own!(name, field.path, PARSE[, SHOW])`. PARSE is `int RANGE`, `long RANGE`, `bool`,
-/// `opt PARSE_FN` (an optional field printed when set) or a `fn(key, raw) -> Result<T>`.
-macro_rules! own {
-    ($name:literal, $($field:ident).+, int $range:expr) => {
-        own!($name, $($field).+, |k, v| parse_int(k, v, $range))
-    };
-    ($name:literal, $($field:ident).+, long $range:expr) => {
-        own!($name, $($field).+, |k, v| parse_long(k, v, $range))
-    };
-    ($name:literal, $($field:ident).+, bool) => {
-        own!($name, $($field).+, parse_bool)
-    };
-    ($name:literal, $($field:ident).+, opt $parse:expr) => {
-        own!($name, $($field).+, |k, v| ($parse)(k, v).map(Some),
-            |c: &LogManagerConfig| c.$($field).+.as_ref().map(ToString::to_string))
-    };
-    ($name:literal, $($field:ident).+, $parse:expr) => {
-        own!($name, $($field).+, $parse, |c: &LogManagerConfig| Some(c.$($field).+.to_string()))
-    };
-    ($name:literal, $($field:ident).+, $parse:expr, $show:expr) => {
-        KeyDef {
+/// `cleaner!(key)`: a `log.cleaner.*` key of [`CleanerConfig`]'s table, kept in `cleaner`.
+macro_rules! cleaner {
+    ($name:literal) => {
+        Key {
             name: $name,
-            kind: Kind::Own {
-                set: |c, k, v| {
-                    c.$($field).+ = ($parse)(k, v)?;
-                    Ok(())
-                },
-                get: $show,
-            },
+            set: |c: &mut LogManagerConfig, k, v| c.cleaner.set(k, v),
+            get: |c| c.cleaner.value($name),
+            synonym_of: None,
         }
     };
 }
 
 /// Every key, sorted by name (`set` binary-searches this table).
+static TABLE: KeyTable<LogManagerConfig> = KeyTable::new(&KEYS);
+
 #[rustfmt::skip]
-static KEYS: [KeyDef; 53] = [
-    own!("cluster.id", cluster_id, opt parse_cluster_id),
-    topic!("compression.gzip.level", "compression.gzip.level"),
-    topic!("compression.lz4.level", "compression.lz4.level"),
-    topic!("compression.type", "compression.type"),
-    topic!("compression.zstd.level", "compression.zstd.level"),
-    own!("cordoned.log.dirs", cordoned, parse_cordoned),
+static KEYS: [Key<LogManagerConfig>; 53] = [
+    key!("cluster.id", cluster_id, opt parse_cluster_id),
+    synonym!("compression.gzip.level", "compression.gzip.level"),
+    synonym!("compression.lz4.level", "compression.lz4.level"),
+    synonym!("compression.type", "compression.type"),
+    synonym!("compression.zstd.level", "compression.zstd.level"),
+    key!("cordoned.log.dirs", cordoned, parse_cordoned),
     // kafkalog's test hook: Kafka 4.3.1 has no broker synonym for this internal topic key.
-    topic!("internal.segment.bytes", "internal.segment.bytes"),
-    own!("log.cleaner.backoff.ms", cleaner.backoff_ms, long Range::AtLeast(0)),
-    own!("log.cleaner.dedupe.buffer.size", cleaner.dedupe_buffer_size, long Range::Any),
-    topic!("log.cleaner.delete.retention.ms", "delete.retention.ms"),
-    own!("log.cleaner.enable", cleaner.enable_cleaner, bool),
-    own!("log.cleaner.io.buffer.load.factor", cleaner.dedupe_buffer_load_factor,
-        |k, v| parse_double(k, v, |f| f > 0.0 && f <= 1.0, "must be in (0.0, 1.0]"),
-        |c| Some(java_double(c.cleaner.dedupe_buffer_load_factor))),
-    own!("log.cleaner.io.buffer.size", cleaner.io_buffer_size, int Range::AtLeast(0)),
-    own!("log.cleaner.io.max.bytes.per.second", cleaner.max_io_bytes_per_second,
-        |k, v| parse_double(k, v, |f| f.is_finite() && f > 0.0, "must be finite and > 0"),
-        |c| Some(java_double(c.cleaner.max_io_bytes_per_second))),
-    topic!("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms"),
-    topic!("log.cleaner.min.cleanable.ratio", "min.cleanable.dirty.ratio"),
-    topic!("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms"),
-    own!("log.cleaner.threads", cleaner.num_threads, int Range::AtLeast(0)),
-    topic!("log.cleanup.policy", "cleanup.policy"),
-    own!("log.dir", log_dir, parse_dirs, |c| c.log_dir.as_ref().map(join)),
-    own!("log.dir.failure.timeout.ms", log_dir_failure_timeout_ms, long Range::AtLeast(1)),
-    own!("log.dirs", log_dirs, parse_dirs, |c| c.log_dirs.as_ref().map(join)),
-    topic!("log.flush.interval.messages", "flush.messages"),
-    own!("log.flush.interval.ms", times.flush_interval_ms, opt |k, v| parse_long(k, v, Range::AtLeast(0))),
-    own!("log.flush.offset.checkpoint.interval.ms", flush_recovery_offset_checkpoint_ms, int Range::AtLeast(0)),
-    own!("log.flush.scheduler.interval.ms", times.flush_scheduler_interval_ms, long Range::Any),
-    own!("log.flush.start.offset.checkpoint.interval.ms", flush_start_offset_checkpoint_ms, int Range::AtLeast(0)),
-    topic!("log.index.interval.bytes", "index.interval.bytes"),
-    topic!("log.index.size.max.bytes", "segment.index.bytes"),
-    own!("log.initial.task.delay.ms", initial_task_delay_ms, long Range::AtLeast(0)),
-    topic!("log.local.retention.bytes", "local.retention.bytes"),
-    topic!("log.local.retention.ms", "local.retention.ms"),
-    topic!("log.message.timestamp.after.max.ms", "message.timestamp.after.max.ms"),
-    topic!("log.message.timestamp.before.max.ms", "message.timestamp.before.max.ms"),
-    topic!("log.message.timestamp.type", "message.timestamp.type"),
-    topic!("log.preallocate", "preallocate"),
-    topic!("log.retention.bytes", "retention.bytes"),
-    own!("log.retention.check.interval.ms", retention_check_ms, long Range::AtLeast(1)),
-    own!("log.retention.hours", times.retention_hours, int Range::Any),
-    own!("log.retention.minutes", times.retention_minutes, opt |k, v| parse_int(k, v, Range::Any)),
-    own!("log.retention.ms", times.retention_ms, opt parse_retention_ms),
-    own!("log.roll.hours", times.roll_hours, int Range::AtLeast(1)),
-    own!("log.roll.jitter.hours", times.roll_jitter_hours, int Range::AtLeast(0)),
-    own!("log.roll.jitter.ms", times.roll_jitter_ms, opt |k, v| parse_long(k, v, Range::AtLeast(0))),
-    own!("log.roll.ms", times.roll_ms, opt |k, v| parse_long(k, v, Range::AtLeast(1))),
-    topic!("log.segment.bytes", "segment.bytes"),
-    topic!("log.segment.delete.delay.ms", "file.delete.delay.ms"),
-    topic!("message.max.bytes", "max.message.bytes"),
-    topic!("min.insync.replicas", "min.insync.replicas"),
-    own!("node.id", node_id, int Range::AtLeast(0)),
-    own!("num.recovery.threads.per.data.dir", recovery_threads_per_data_dir, int Range::AtLeast(1)),
-    own!("producer.id.expiration.ms", producer_id_expiration_ms, int Range::AtLeast(1)),
-    topic!("unclean.leader.election.enable", "unclean.leader.election.enable"),
+    synonym!("internal.segment.bytes", "internal.segment.bytes"),
+    cleaner!("log.cleaner.backoff.ms"),
+    cleaner!("log.cleaner.dedupe.buffer.size"),
+    synonym!("log.cleaner.delete.retention.ms", "delete.retention.ms"),
+    cleaner!("log.cleaner.enable"),
+    cleaner!("log.cleaner.io.buffer.load.factor"),
+    cleaner!("log.cleaner.io.buffer.size"),
+    cleaner!("log.cleaner.io.max.bytes.per.second"),
+    synonym!("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms"),
+    synonym!("log.cleaner.min.cleanable.ratio", "min.cleanable.dirty.ratio"),
+    synonym!("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms"),
+    cleaner!("log.cleaner.threads"),
+    synonym!("log.cleanup.policy", "cleanup.policy"),
+    key!("log.dir", log_dir, parse_dirs, |c| c.log_dir.as_ref().map(join)),
+    key!("log.dir.failure.timeout.ms", log_dir_failure_timeout_ms, long Range::AtLeast(1)),
+    key!("log.dirs", log_dirs, parse_dirs, |c| c.log_dirs.as_ref().map(join)),
+    synonym!("log.flush.interval.messages", "flush.messages"),
+    key!("log.flush.interval.ms", times.flush_interval_ms, opt |k, v| parse_long(k, v, Range::AtLeast(0))),
+    key!("log.flush.offset.checkpoint.interval.ms", flush_recovery_offset_checkpoint_ms, int Range::AtLeast(0)),
+    key!("log.flush.scheduler.interval.ms", times.flush_scheduler_interval_ms, long Range::Any),
+    key!("log.flush.start.offset.checkpoint.interval.ms", flush_start_offset_checkpoint_ms, int Range::AtLeast(0)),
+    synonym!("log.index.interval.bytes", "index.interval.bytes"),
+    synonym!("log.index.size.max.bytes", "segment.index.bytes"),
+    key!("log.initial.task.delay.ms", initial_task_delay_ms, long Range::AtLeast(0)),
+    synonym!("log.local.retention.bytes", "local.retention.bytes"),
+    synonym!("log.local.retention.ms", "local.retention.ms"),
+    synonym!("log.message.timestamp.after.max.ms", "message.timestamp.after.max.ms"),
+    synonym!("log.message.timestamp.before.max.ms", "message.timestamp.before.max.ms"),
+    synonym!("log.message.timestamp.type", "message.timestamp.type"),
+    synonym!("log.preallocate", "preallocate"),
+    synonym!("log.retention.bytes", "retention.bytes"),
+    key!("log.retention.check.interval.ms", retention_check_ms, long Range::AtLeast(1)),
+    key!("log.retention.hours", times.retention_hours, int Range::Any),
+    key!("log.retention.minutes", times.retention_minutes, opt |k, v| parse_int(k, v, Range::Any)),
+    key!("log.retention.ms", times.retention_ms, opt parse_retention_ms),
+    key!("log.roll.hours", times.roll_hours, int Range::AtLeast(1)),
+    key!("log.roll.jitter.hours", times.roll_jitter_hours, int Range::AtLeast(0)),
+    key!("log.roll.jitter.ms", times.roll_jitter_ms, opt |k, v| parse_long(k, v, Range::AtLeast(0))),
+    key!("log.roll.ms", times.roll_ms, opt |k, v| parse_long(k, v, Range::AtLeast(1))),
+    synonym!("log.segment.bytes", "segment.bytes"),
+    synonym!("log.segment.delete.delay.ms", "file.delete.delay.ms"),
+    synonym!("message.max.bytes", "max.message.bytes"),
+    synonym!("min.insync.replicas", "min.insync.replicas"),
+    key!("node.id", node_id, int Range::AtLeast(0)),
+    key!("num.recovery.threads.per.data.dir", recovery_threads_per_data_dir, int Range::AtLeast(1)),
+    key!("producer.id.expiration.ms", producer_id_expiration_ms, int Range::AtLeast(1)),
+    synonym!("unclean.leader.election.enable", "unclean.leader.election.enable"),
 ];
 
 #[cfg(test)]
@@ -906,7 +790,7 @@ mod tests {
         assert_eq!(LogManagerConfig::names(), expected.as_slice());
         assert!(KEYS.windows(2).all(|w| w[0].name < w[1].name), "KEYS must stay sorted: set() binary-searches it");
         for def in &KEYS {
-            if let Kind::Topic(topic) = def.kind {
+            if let Some(topic) = def.synonym_of {
                 assert!(LogConfig::names().contains(&topic), "{} feeds unknown topic key {topic}", def.name);
             }
         }
