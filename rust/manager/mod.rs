@@ -2,6 +2,7 @@
 //! the scheduler.
 
 pub mod config;
+pub mod discovery;
 pub mod loading;
 pub mod log_dir;
 pub mod log_manager;

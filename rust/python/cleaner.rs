@@ -97,8 +97,8 @@ pub(crate) struct OnDemandCleaner {
 }
 
 impl OnDemandCleaner {
-    /// A cleaner with its own map, built on the calling (GIL-free) thread.
-    pub(crate) fn build(self, clock: crate::util::clock::SharedClock) -> Result<crate::cleaner::Cleaner> {
+    /// The limits of an on-demand clean, each error naming the broker key.
+    pub(crate) fn check(&self) -> Result<()> {
         if self.dedupe_buffer_size < 1 {
             return Err(Error::invalid_config(
                 "log.cleaner.dedupe.buffer.size",
@@ -124,6 +124,13 @@ impl OnDemandCleaner {
         if rate.is_nan() || rate <= 0.0 {
             return Err(Error::invalid_config("log.cleaner.io.max.bytes.per.second", rate, "must be > 0"));
         }
+        Ok(())
+    }
+
+    /// A cleaner with its own map, built on the calling (GIL-free) thread.
+    pub(crate) fn build(self, clock: crate::util::clock::SharedClock) -> Result<crate::cleaner::Cleaner> {
+        self.check()?;
+        let rate = self.max_io_bytes_per_second.unwrap_or(f64::MAX);
         let map = take_idle_map(self.dedupe_buffer_size.min(i64::from(i32::MAX)) as usize)?;
         let params = CleanerParams {
             io_buffer_size: (self.io_buffer_size / 2) as usize,
