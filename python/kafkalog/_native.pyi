@@ -1,6 +1,6 @@
 # Hand-written stub of the Rust extension module; `make test` checks it with mypy.stubtest.
 import os
-from typing import Any, final
+from typing import Any, ClassVar, final
 from kafkalog.cleaner import CleanerStats, CompactResult
 
 __all__ = [
@@ -249,3 +249,80 @@ def end_txn_marker(
     coordinator_epoch: int,
     partition_leader_epoch: int,
 ) -> bytes: ...
+
+# Discovery, the .lock probe and the on-demand cleaner's keys (rust/python/discovery.rs).
+__all__ += [
+    "DiscoveredPartition",
+    "discover",
+    "log_dir_partitions",
+    "LogDirLockProbe",
+    "probe_log_dir_lock",
+    "OnDemandCleanerConfig",
+    "on_demand_cleaner_config",
+]
+
+@final
+class DiscoveredPartition:
+    """One partition directory found by :func:`discover` (frozen; ordered by topic, partition, path)."""
+
+    def __new__(cls, topic: str, partition: int, path: str | os.PathLike[str], log_dir: str | os.PathLike[str]) -> DiscoveredPartition: ...
+    def __getnewargs__(self) -> tuple[str, int, str, str]: ...
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def path(self) -> str:
+        """The partition directory, as found (the path given, or ``<log dir>/<name>``)."""
+    @property
+    def log_dir(self) -> str:
+        """The directory holding it, whose ``.lock`` a LogManager takes."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __lt__(self, value: DiscoveredPartition, /) -> bool: ...
+    def __le__(self, value: DiscoveredPartition, /) -> bool: ...
+    def __gt__(self, value: DiscoveredPartition, /) -> bool: ...
+    def __ge__(self, value: DiscoveredPartition, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+def discover(path: str | os.PathLike[str]) -> list[DiscoveredPartition]:
+    """The partition directories ``path`` names: itself when it is one, else those inside it."""
+
+def log_dir_partitions(log_dir: str | os.PathLike[str]) -> list[DiscoveredPartition]:
+    """The partition directories directly inside ``log_dir``."""
+
+@final
+class LogDirLockProbe:
+    """What :func:`probe_log_dir_lock` found (frozen)."""
+
+    @property
+    def lock_file(self) -> str: ...
+    @property
+    def held(self) -> bool: ...
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def holder(self) -> str | None: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+
+def probe_log_dir_lock(log_dir: str | os.PathLike[str]) -> LogDirLockProbe:
+    """Whether a LogManager or a Kafka broker holds ``<log_dir>/.lock``, without taking it."""
+
+@final
+class OnDemandCleanerConfig:
+    """The sizes of an on-demand clean (the arguments of ``UnifiedLog.compact_now``), frozen."""
+
+    KEYS: ClassVar[list[str]]
+    @property
+    def dedupe_buffer_size(self) -> int: ...
+    @property
+    def load_factor(self) -> float: ...
+    @property
+    def io_buffer_size(self) -> int: ...
+    @property
+    def max_io_bytes_per_second(self) -> float: ...
+
+def on_demand_cleaner_config(config: list[tuple[str, str]]) -> OnDemandCleanerConfig:
+    """The sizes of an on-demand clean from Kafka's broker keys (``OnDemandCleanerConfig.KEYS``),
+    checked by the engine's key table; InvalidConfigError names a bad key or value."""
