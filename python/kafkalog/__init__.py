@@ -34,7 +34,9 @@ from .manager import CleanerStatus, CleanOutcome, DirLoadSummary, DirRecoveryPro
 from .records import (
     AppendInfo,
     ConsumerRecord,
+    DecodedRecord,
     DeletedSegment,
+    EpochEntry,
     ReadResult,
     Record,
     RetentionResult,
@@ -68,6 +70,8 @@ __all__ = [
     "SegmentInfo",
     "ReadResult",
     "TimestampAndOffset",
+    "DecodedRecord",
+    "EpochEntry",
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",

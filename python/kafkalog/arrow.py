@@ -3,9 +3,9 @@ without a Python object per record."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow as pa
+
+from ._native import ArrowColumns, BinaryBuffers
 
 __all__ = ["KAFKA_SCHEMA", "columns_to_record_batch"]
 
@@ -26,43 +26,41 @@ KAFKA_SCHEMA = pa.schema(
 )
 
 
-def _binary(cols: dict[str, Any], rows: int, type_: pa.DataType) -> pa.Array:
-    validity = pa.py_buffer(cols["validity"]) if cols["nulls"] else None
+def _binary(col: BinaryBuffers, rows: int, type_: pa.DataType) -> pa.Array:
+    validity = pa.py_buffer(col.validity) if col.nulls else None
     return pa.Array.from_buffers(
         type_,
         rows,
-        [validity, pa.py_buffer(cols["offsets"]), pa.py_buffer(cols["data"])],
-        null_count=cols["nulls"],
+        [validity, pa.py_buffer(col.offsets), pa.py_buffer(col.data)],
+        null_count=col.nulls,
     )
 
 
-def columns_to_record_batch(cols: dict[str, Any]) -> pa.RecordBatch:
+def columns_to_record_batch(cols: ArrowColumns) -> pa.RecordBatch:
     """Wraps the buffers returned by the native `read_columns` as a RecordBatch of KAFKA_SCHEMA."""
-    rows = cols["rows"]
-    n_headers = cols["header_count"]
+    rows = cols.rows
+    n_headers = cols.header_count
     header_struct = pa.StructArray.from_arrays(
         [
-            _binary(cols["header_key"], n_headers, pa.string()),
-            _binary(cols["header_value"], n_headers, pa.binary()),
+            _binary(cols.header_key, n_headers, pa.string()),
+            _binary(cols.header_value, n_headers, pa.binary()),
         ],
         fields=list(HEADER_TYPE.value_type),
     )
-    headers = pa.Array.from_buffers(
-        HEADER_TYPE, rows, [None, pa.py_buffer(cols["header_offsets"])], children=[header_struct]
-    )
+    headers = pa.Array.from_buffers(HEADER_TYPE, rows, [None, pa.py_buffer(cols.header_offsets)], children=[header_struct])
 
-    def fixed(name: str, type_: pa.DataType) -> pa.Array:
-        return pa.Array.from_buffers(type_, rows, [None, pa.py_buffer(cols[name])])
+    def fixed(buffer: object, type_: pa.DataType) -> pa.Array:
+        return pa.Array.from_buffers(type_, rows, [None, pa.py_buffer(buffer)])
 
     return pa.RecordBatch.from_arrays(
         [
-            _binary(cols["key"], rows, pa.binary()),
-            _binary(cols["value"], rows, pa.binary()),
-            _binary(cols["topic"], rows, pa.string()),
-            fixed("partition", pa.int32()),
-            fixed("offset", pa.int64()),
-            fixed("timestamp", pa.timestamp("us", tz="UTC")),
-            fixed("timestamp_type", pa.int32()),
+            _binary(cols.key, rows, pa.binary()),
+            _binary(cols.value, rows, pa.binary()),
+            _binary(cols.topic, rows, pa.string()),
+            fixed(cols.partition, pa.int32()),
+            fixed(cols.offset, pa.int64()),
+            fixed(cols.timestamp, pa.timestamp("us", tz="UTC")),
+            fixed(cols.timestamp_type, pa.int32()),
             headers,
         ],
         schema=KAFKA_SCHEMA,

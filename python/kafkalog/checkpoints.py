@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from . import _arguments as arg
 from . import _native
 from .exceptions import InvalidArgumentTypeError
+from .records import EpochEntry
 
 __all__ = [
     "read_offset_checkpoint",
@@ -28,7 +29,7 @@ __all__ = [
 
 def read_offset_checkpoint(path: str | os.PathLike[str]) -> dict[tuple[str, int], int]:
     """Offsets by (topic, partition) from an offset checkpoint file."""
-    return {(t, p): o for t, p, o in _native.read_offset_checkpoint(arg.path("path", path))}
+    return _native.read_offset_checkpoint(arg.path("path", path))
 
 
 def write_offset_checkpoint(path: str | os.PathLike[str], offsets: dict[tuple[str, int], int]) -> None:
@@ -47,8 +48,8 @@ def write_offset_checkpoint(path: str | os.PathLike[str], offsets: dict[tuple[st
     _native.write_offset_checkpoint(arg.path("path", path), sorted(entries))
 
 
-def read_leader_epoch_checkpoint(path: str | os.PathLike[str]) -> list[tuple[int, int]]:
-    """(epoch, start offset) entries of a partition's leader-epoch-checkpoint."""
+def read_leader_epoch_checkpoint(path: str | os.PathLike[str]) -> list[EpochEntry]:
+    """The (epoch, start offset) entries of a partition's leader-epoch-checkpoint."""
     return _native.read_leader_epoch_checkpoint(arg.path("path", path))
 
 

@@ -22,7 +22,6 @@ from .exceptions import IllegalStateError, InvalidArgumentTypeError
 from .records import (
     AppendInfo,
     ConsumerRecord,
-    DeletedSegment,
     ReadResult,
     Record,
     RetentionResult,
@@ -177,16 +176,15 @@ class UnifiedLog:
         leader_epoch = _leader_epoch(leader_epoch)
         batch_size = arg.integer("batch_size", batch_size, 0, arg.I32_MAX)
         native = [_native_record(i, r) for i, r in enumerate(records)]
-        info = self._log.append_records(native, compression, leader_epoch, batch_size, int(time.time() * 1000))
-        return AppendInfo(**info)
+        return self._log.append_records(native, compression, leader_epoch, batch_size, int(time.time() * 1000))
 
     def append_batch(self, raw: bytes, *, leader_epoch: int = 0) -> AppendInfo:
         """Appends bytes holding one or more v2 batches as a producer sends them."""
-        return AppendInfo(**self._log.append_batch(arg.data("raw", raw), _leader_epoch(leader_epoch)))
+        return self._log.append_batch(arg.data("raw", raw), _leader_epoch(leader_epoch))
 
     def append_as_follower(self, raw: bytes) -> AppendInfo:
         """Appends batches whose offsets are already assigned; they must follow the log end."""
-        return AppendInfo(**self._log.append_as_follower(arg.data("raw", raw)))
+        return self._log.append_as_follower(arg.data("raw", raw))
 
     def flush(self) -> None:
         """Fsyncs the log up to its end and advances the recovery point."""
@@ -235,7 +233,7 @@ class UnifiedLog:
         ``.deleted`` and unlinked after ``file.delete.delay.ms``. Every segment whose
         timestamps lie in the future gets a warning; ``cap_future_timestamps=True`` (opt-in,
         not Kafka's behaviour) judges such a segment by its file's modification time."""
-        return _retention_result(self._log.delete_old_segments(arg.flag("cap_future_timestamps", cap_future_timestamps)))
+        return self._log.delete_old_segments(arg.flag("cap_future_timestamps", cap_future_timestamps))
 
     def delete_due_files(self) -> None:
         """Unlinks ``.deleted`` files whose ``file.delete.delay.ms`` has passed."""
@@ -312,23 +310,11 @@ class UnifiedLog:
         (``read_uncommitted``) or the log end (``log_end``). Raises OffsetOutOfRangeError
         outside [log start, log end]; ``read_committed`` raises UnsupportedIsolationError (no
         transaction state yet)."""
-        r = self._log.read(
+        return self._log.read(
             arg.offset("offset", offset),
             arg.integer("max_bytes", max_bytes, 0, arg.I64_MAX),
             arg.string("isolation", isolation, _ISOLATIONS),
             arg.flag("min_one_message", min_one_message),
-        )
-        topic, partition = self.topic, self.partition
-        records = [
-            ConsumerRecord(topic, partition, o, ts, tt, k, v, tuple(h)) for (o, ts, tt, k, v, h, _) in r["records"]
-        ]
-        return ReadResult(
-            r["records_bytes"],
-            records,
-            r["high_watermark"],
-            r["log_start_offset"],
-            r["log_end_offset"],
-            r["next_offset"],
         )
 
     def records(
@@ -373,12 +359,12 @@ class UnifiedLog:
         offset = self.log_start_offset if start is None else start
         stop = arg.I64_MAX if end is None else end
         while True:
-            cols, next_offset = self._log.read_columns(offset, stop, isolation, max_chunk_bytes)
-            if cols["rows"]:
+            cols = self._log.read_columns(offset, stop, isolation, max_chunk_bytes)
+            if cols.rows:
                 yield columns_to_record_batch(cols)
-            if next_offset <= offset:
+            if cols.next_offset <= offset:
                 return
-            offset = next_offset
+            offset = cols.next_offset
 
     def to_arrow(
         self, start: int | None = None, end: int | None = None, isolation: str = "read_uncommitted"
@@ -392,10 +378,9 @@ class UnifiedLog:
         log start, LATEST_TIMESTAMP (-1) the log end, MAX_TIMESTAMP (-3) the record with the
         largest timestamp. None when nothing qualifies. Other negative timestamps raise
         InvalidArgumentError."""
-        found = self._log.offset_for_timestamp(
+        return self._log.offset_for_timestamp(
             arg.integer("timestamp", timestamp, 0, arg.I64_MAX, arg.TIMESTAMP_QUERIES, native=(arg.I64_MIN, arg.I64_MAX))
         )
-        return None if found is None else TimestampAndOffset(*found)
 
     # -- state ------------------------------------------------------------------------------
 
@@ -442,15 +427,9 @@ class UnifiedLog:
     @property
     def config(self) -> dict[str, str]:
         """The log's topic configuration, every key with its value as Kafka prints it."""
-        return dict(self._log.config())
+        return self._log.config()
 
     @property
     def segments(self) -> list[SegmentInfo]:
         """Base offset, size, record count, first-batch and max timestamps of each segment."""
-        return [SegmentInfo(b, s, c, f, m, os.fspath(p)) for (b, s, c, f, m, p) in self._log.segments()]
-
-
-
-def _retention_result(raw: tuple[list[tuple[int, int, int, int, str]], list[str], int]) -> RetentionResult:
-    deleted, warnings, log_start = raw
-    return RetentionResult([DeletedSegment(*d) for d in deleted], list(warnings), log_start)
+        return self._log.segments()

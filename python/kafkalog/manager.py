@@ -25,75 +25,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any
 
 from . import _arguments as arg
 from . import _native
-from ._native import CleanerStatus
-from .cleaner import CleanerStats, CompactResult
+from ._native import CleanerStatus, CleanOutcome, DirLoadSummary, DirRecoveryProgress, LogDirInfo
+from .cleaner import CompactResult
 from .exceptions import InvalidArgumentTypeError
-from .log import UnifiedLog, _config_pairs, _retention_result
+from .log import UnifiedLog, _config_pairs
 from .records import RetentionResult
 
 __all__ = ["LogManager", "LogDirInfo", "DirLoadSummary", "DirRecoveryProgress", "CleanerStatus", "CleanOutcome"]
-
-
-class CleanOutcome(NamedTuple):
-    """One iteration of a cleaner thread's loop (:meth:`LogManager.run_cleaner_once`): the
-    partition chosen and how its clean ended."""
-
-    topic: str
-    partition: int
-    first_dirty_offset: int
-    """The cleaner checkpoint the clean started from."""
-    end_offset: int
-    """The checkpoint it left (unchanged unless ``status`` is ``"cleaned"``)."""
-    status: str
-    """``cleaned``, ``aborted`` (paused, truncated or closed meanwhile), ``offline`` (the log
-    dir failed), ``uncleanable`` (the clean failed: the partition is skipped until retried) or
-    ``panicked`` (a bug: uncleanable too, and a cleaner thread would have died)."""
-    reason: str | None
-    """Why it was not cleaned."""
-    stats: CleanerStats | None
-    """Kafka's CleanerStats of the clean, when cleaned."""
-
-
-class DirRecoveryProgress(NamedTuple):
-    """Recovery progress of one log dir (Kafka's remainingLogsToRecover and
-    remainingSegmentsToRecover gauges)."""
-
-    dir: str
-    logs_total: int
-    logs_remaining: int
-    segments_remaining: int
-    """Segments still to recover in the logs being loaded right now."""
-    waiting_for_lock: tuple[str, ...] = ()
-    """Partition directories another writer has locked, waited for now."""
-
-
-class DirLoadSummary(NamedTuple):
-    """What start-up found in one log dir."""
-
-    dir: str
-    had_clean_shutdown: bool
-    logs_loaded: int
-    segments_loaded: int
-    segments_recovered: int
-    bytes_truncated: int
-    duration_ms: int
-    error: str | None
-    """Why the dir went offline while loading, if it did."""
-
-
-class LogDirInfo(NamedTuple):
-    """One configured log dir."""
-
-    path: str
-    online: bool
-    cordoned: bool
-    partitions: int
-    offline_reason: str | None
-    directory_id: str | None
 
 
 def _dirs_value(dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> str:
@@ -159,21 +101,9 @@ class LogManager:
         if on_progress is not None and not callable(on_progress):
             raise InvalidArgumentTypeError(f"on_progress must be a callable or None, not {type(on_progress).__name__}")
 
-        callback = None
-        if on_progress is not None:
-            user = on_progress
-
-            def callback(raw: list[tuple[str, int, int, int, list[str]]]) -> None:
-                user(
-                    [
-                        DirRecoveryProgress(os.fspath(d), total, left, segments, tuple(os.fspath(w) for w in waiting))
-                        for d, total, left, segments, waiting in raw
-                    ]
-                )
-
         time_ms = arg.optional_integer("time_ms", time_ms, 0, arg.I64_MAX)
         scheduler = arg.flag("scheduler", scheduler)
-        self._m = _native.LogManager.open(pairs, topics, scheduler, time_ms, callback, lock_timeout_ms)
+        self._m = _native.LogManager.open(pairs, topics, scheduler, time_ms, on_progress, lock_timeout_ms)
         self._closed = False
 
     def __enter__(self) -> LogManager:
@@ -242,7 +172,7 @@ class LogManager:
         are left to the cleaner, as in Kafka) and returns what each deleted and why.
         ``cap_future_timestamps`` is explained at UnifiedLog.delete_old_segments."""
         cap = arg.flag("cap_future_timestamps", cap_future_timestamps)
-        return {(t, p): _retention_result(r) for t, p, r in self._m.run_retention(cap)}
+        return self._m.run_retention(cap)
 
     def tick(self) -> int:
         """Runs the scheduled tasks that are due; returns the ms until the next one."""
@@ -294,8 +224,7 @@ class LogManager:
         """Runs one iteration of a cleaner thread's loop on this thread (for a manual clock):
         cleans the filthiest compacted partition, if any is dirty enough, then runs retention
         on the idle compacted partitions. None when nothing needed cleaning."""
-        raw = self._m.run_cleaner_once()
-        return None if raw is None else CleanOutcome(*raw)
+        return self._m.run_cleaner_once()
 
     def reconfigure_cleaner(self, config: Mapping[str, Any]) -> dict[str, str]:
         """Changes the cleaner at run time, as Kafka's dynamic broker config does:
@@ -306,16 +235,13 @@ class LogManager:
         (InvalidConfigError names key, value and the rule); then the throttle changes at once
         and the threads are replaced by new ones with the new sizes. Returns the cleaner's keys
         after the change."""
-        return dict(self._m.reconfigure_cleaner(_config_pairs(config)))
+        return self._m.reconfigure_cleaner(_config_pairs(config))
 
     # -- log dirs ---------------------------------------------------------------------------
 
     def log_dirs(self) -> list[LogDirInfo]:
         """Every configured log dir: online or not (and why), cordoned, partitions held."""
-        return [
-            LogDirInfo(os.fspath(path), online, cordoned, partitions, reason, directory_id)
-            for path, online, cordoned, partitions, reason, directory_id in self._m.log_dirs()
-        ]
+        return self._m.log_dirs()
 
     @property
     def live_log_dirs(self) -> list[str]:
@@ -333,10 +259,7 @@ class LogManager:
 
     def load_summary(self) -> list[DirLoadSummary]:
         """What start-up found in each log dir."""
-        return [
-            DirLoadSummary(os.fspath(d), clean, logs, segments, recovered, truncated, ms, error)
-            for d, clean, logs, segments, recovered, truncated, ms, error in self._m.load_summary()
-        ]
+        return self._m.load_summary()
 
     def stray_dirs(self) -> list[str]:
         """``-stray`` partition directories found at start-up (kept, not served)."""
@@ -349,7 +272,7 @@ class LogManager:
     @property
     def config(self) -> dict[str, str]:
         """The broker-level configuration, every key with its value."""
-        return dict(self._m.config())
+        return self._m.config()
 
     def close(self, broker_epoch: int = -1) -> None:
         """Flushes and closes every log, writes the checkpoints and, in each dir where that all

@@ -4,70 +4,76 @@
 
 use std::time::Instant;
 
-/// Counters and times of one clean. Mirrors Kafka's `CleanerStats`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CleanerStats {
-    /// Bytes of segments recopied (pass 2).
-    pub bytes_read: u64,
-    /// Bytes written to the cleaned segments.
-    pub bytes_written: u64,
-    /// Bytes of the dirty section read to build the offset map (pass 1).
-    pub map_bytes_read: u64,
-    /// Records read while building the map.
-    pub map_messages_read: u64,
-    /// Records read while recopying.
-    pub messages_read: u64,
-    /// Records without a key found while recopying (dropped).
-    pub invalid_messages_read: u64,
-    /// Records written.
-    pub messages_written: u64,
-    /// Offset map utilisation at the end of the clean (0..1).
-    pub buffer_utilization: f64,
-    /// Seconds from start until the map was built.
-    pub elapsed_index_secs: f64,
-    /// Seconds from start to end.
-    pub elapsed_secs: f64,
-    /// Tombstones kept (whose delete horizon had not passed).
-    pub tombstones_retained: u64,
-    /// Tombstones removed because their delete horizon passed.
-    pub tombstones_removed: u64,
-    /// Batches copied byte for byte (nothing removed, no horizon to set).
-    pub batches_copied_verbatim: u64,
-    /// Cleaned segments written (one per group).
-    pub segments_written: u64,
-    /// Groups of one segment the clean left exactly as they were, kept without a rewrite.
-    pub segments_kept: u64,
-    /// Milliseconds spent sleeping in the shared throttle.
-    pub throttled_ms: u64,
-    /// `throttled_ms` to the nanosecond (the throttle's sleeps are often under 1 ms).
-    throttled_ns: u64,
-    started: Instant,
-}
-
-impl Default for CleanerStats {
-    fn default() -> Self {
-        CleanerStats {
-            bytes_read: 0,
-            bytes_written: 0,
-            map_bytes_read: 0,
-            map_messages_read: 0,
-            messages_read: 0,
-            invalid_messages_read: 0,
-            messages_written: 0,
-            buffer_utilization: 0.0,
-            elapsed_index_secs: 0.0,
-            elapsed_secs: 0.0,
-            tombstones_retained: 0,
-            tombstones_removed: 0,
-            batches_copied_verbatim: 0,
-            segments_written: 0,
-            segments_kept: 0,
-            throttled_ms: 0,
-            throttled_ns: 0,
-            started: Instant::now(),
+/// Calls `$callback!` with the public counters of [`CleanerStats`], in order, each with its
+/// doc: the one list of them. The struct below follows it, and so do the Python class
+/// `kafkalog.CleanerStats` (`python/cleaner.rs`) and, through that class, the Spark compact
+/// job's schema.
+macro_rules! cleaner_stats_fields {
+    ($callback:ident) => {
+        $callback! {
+            /// Bytes of segments recopied (pass 2): Kafka's "Start size".
+            bytes_read: u64,
+            /// Bytes written to the cleaned segments: Kafka's "End size".
+            bytes_written: u64,
+            /// Bytes of the dirty section read to build the offset map (pass 1).
+            map_bytes_read: u64,
+            /// Records read while building the map.
+            map_messages_read: u64,
+            /// Records read while recopying.
+            messages_read: u64,
+            /// Records without a key found while recopying; they are dropped.
+            invalid_messages_read: u64,
+            /// Records written.
+            messages_written: u64,
+            /// Share of the offset map's slots in use at the end of the clean (0..1).
+            buffer_utilization: f64,
+            /// Seconds from start to end.
+            elapsed_secs: f64,
+            /// Seconds from start until the map was built.
+            elapsed_index_secs: f64,
+            /// Tombstones kept because their delete horizon has not passed (or was just stamped).
+            tombstones_retained: u64,
+            /// Tombstones removed because their delete horizon passed.
+            tombstones_removed: u64,
+            /// Batches copied byte for byte (nothing removed, no horizon to set).
+            batches_copied_verbatim: u64,
+            /// Cleaned segments written (one per group).
+            segments_written: u64,
+            /// Segments the clean left exactly as they were, kept without being rewritten.
+            segments_kept: u64,
+            /// Milliseconds spent sleeping in the shared throttle.
+            throttled_ms: u64,
         }
-    }
+    };
 }
+#[cfg_attr(not(feature = "python"), allow(unused_imports))] // used by the Python bindings
+pub(crate) use cleaner_stats_fields;
+
+macro_rules! define_cleaner_stats {
+    ($( $(#[doc = $doc:literal])* $field:ident: $ty:ty ),* $(,)?) => {
+        /// Counters and times of one clean. Mirrors Kafka's `CleanerStats`, plus tombstone and
+        /// copy counts Kafka does not report.
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct CleanerStats {
+            $( $(#[doc = $doc])* pub $field: $ty, )*
+            /// `throttled_ms` to the nanosecond (the throttle's sleeps are often under 1 ms).
+            throttled_ns: u64,
+            started: Instant,
+        }
+
+        impl CleanerStats {
+            /// The public counters' names, in order.
+            pub const FIELDS: &'static [&'static str] = &[$(stringify!($field)),*];
+        }
+
+        impl Default for CleanerStats {
+            fn default() -> Self {
+                CleanerStats { $($field: Default::default(),)* throttled_ns: 0, started: Instant::now() }
+            }
+        }
+    };
+}
+cleaner_stats_fields!(define_cleaner_stats);
 
 fn mb(bytes: f64) -> f64 {
     bytes / (1024.0 * 1024.0)
@@ -187,6 +193,14 @@ impl CleanerStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fields_in_order() {
+        assert_eq!(CleanerStats::FIELDS.len(), 16);
+        assert_eq!(CleanerStats::FIELDS[..2], ["bytes_read", "bytes_written"]);
+        assert_eq!(CleanerStats::FIELDS[15], "throttled_ms");
+        assert_eq!(CleanerStats::default().throttled_ns, 0);
+    }
 
     #[test]
     fn java_style_grouping() {

@@ -5,6 +5,7 @@
 //! - [`cleaner`]: cleaning one log (pass 1 builds the map over the dirty section, pass 2
 //!   recopies every segment below the map's end into `.cleaned` segments and swaps them in);
 //! - [`compact`]: a log's whole cleanable range, pass after pass (`compact_log`);
+//! - [`compactor`]: on-demand compaction with a `CleanerConfig`'s sizes and a pool of idle maps;
 //! - [`filter`]: the per-batch and per-record retention rules (`MemoryRecords.filterTo` with the
 //!   cleaner's `RecordFilter`);
 //! - [`log_to_clean`]: a log's clean / cleanable / uncleanable byte accounting;
@@ -19,6 +20,7 @@ pub mod cleaner;
 pub mod cleaner_stats;
 pub mod cleaner_status;
 pub mod compact;
+pub mod compactor;
 pub mod filter;
 mod io_buffers;
 pub mod log_cleaner;
@@ -36,6 +38,7 @@ pub use cleaner::{group_segments_by_size, Cleaner, CleanerParams};
 pub use cleaner_stats::CleanerStats;
 pub use cleaner_status::{CleanerPartitionStatus, StatusFilter};
 pub use compact::{compact_log, CleanPass, CompactOptions, CompactResult};
+pub use compactor::{Compactor, OffsetMapPool};
 pub use log_cleaner::{CleanOutcome, CleanStatus, CleanerMetrics, LogCleaner, LogCleanerContext};
 pub use log_cleaner_manager::{LogCleanerManager, LogCleaningState, PreCleanStats};
 pub use log_to_clean::LogToClean;

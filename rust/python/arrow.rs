@@ -2,6 +2,10 @@
 //! decoded batches (no Python object per record). Python wraps them with
 //! `pyarrow.Array.from_buffers`.
 
+use pyo3::prelude::*;
+
+use super::buffer::OwnedBuffer;
+use super::results::py_result;
 use crate::record::default_record::Record;
 use crate::record::records::AnyBatch;
 
@@ -134,5 +138,81 @@ impl KafkaColumns {
         }
         self.header_offsets.extend_from_slice(&(self.header_key.len as i32).to_le_bytes());
         self.rows += 1;
+    }
+}
+
+py_result! { record
+    /// A binary or string column of `UnifiedLog.read_columns`, in Arrow's layout.
+    #[module = "kafkalog._native"]
+    pub struct BinaryBuffers {
+        /// The validity bitmap (one bit per row, set = not null).
+        validity: Py<OwnedBuffer>,
+        /// `rows + 1` little-endian int32 offsets into `data`.
+        offsets: Py<OwnedBuffer>,
+        data: Py<OwnedBuffer>,
+        /// How many rows are null.
+        nulls: usize,
+    }
+}
+
+py_result! { record
+    /// One chunk of `UnifiedLog.read_columns`: Spark's Kafka-source columns as Arrow buffers
+    /// (`kafkalog.arrow.columns_to_record_batch` wraps them), and where the next chunk starts.
+    #[module = "kafkalog._native"]
+    pub struct ArrowColumns {
+        rows: usize,
+        key: Py<BinaryBuffers>,
+        value: Py<BinaryBuffers>,
+        topic: Py<BinaryBuffers>,
+        /// int32 per row.
+        partition: Py<OwnedBuffer>,
+        /// int64 per row.
+        offset: Py<OwnedBuffer>,
+        /// int64 microseconds per row.
+        timestamp: Py<OwnedBuffer>,
+        /// int32 per row.
+        timestamp_type: Py<OwnedBuffer>,
+        /// `rows + 1` int32 offsets into the header columns.
+        header_offsets: Py<OwnedBuffer>,
+        header_count: usize,
+        header_key: Py<BinaryBuffers>,
+        header_value: Py<BinaryBuffers>,
+        /// The offset to read next.
+        next_offset: i64,
+    }
+}
+
+fn owned(py: Python<'_>, data: &mut Vec<u8>) -> PyResult<Py<OwnedBuffer>> {
+    Py::new(py, OwnedBuffer::new(std::mem::take(data)))
+}
+
+fn binary(py: Python<'_>, c: &mut BinaryColumn) -> PyResult<Py<BinaryBuffers>> {
+    let buffers = BinaryBuffers {
+        validity: owned(py, &mut c.validity)?,
+        offsets: owned(py, &mut c.offsets)?,
+        data: owned(py, &mut c.data)?,
+        nulls: c.nulls,
+    };
+    Py::new(py, buffers)
+}
+
+impl ArrowColumns {
+    /// Hands the buffers of `c` to Python without copying them.
+    pub(crate) fn new(py: Python<'_>, c: &mut KafkaColumns, next_offset: i64) -> PyResult<Self> {
+        Ok(ArrowColumns {
+            rows: c.rows,
+            key: binary(py, &mut c.key)?,
+            value: binary(py, &mut c.value)?,
+            topic: binary(py, &mut c.topic)?,
+            partition: owned(py, &mut c.partition)?,
+            offset: owned(py, &mut c.offset)?,
+            timestamp: owned(py, &mut c.timestamp_us)?,
+            timestamp_type: owned(py, &mut c.timestamp_type)?,
+            header_offsets: owned(py, &mut c.header_offsets)?,
+            header_count: c.header_key.len,
+            header_key: binary(py, &mut c.header_key)?,
+            header_value: binary(py, &mut c.header_value)?,
+            next_offset,
+        })
     }
 }

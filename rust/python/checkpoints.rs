@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use super::errors::run;
 use crate::checkpoint::checkpoint_file::{self, EpochEntry};
@@ -13,11 +14,15 @@ use crate::error::Error;
 use crate::log::file_names::{validate_topic_name, TopicPartition};
 use crate::log::unified_log::check_offset;
 
-/// `(topic, partition, offset)` entries of an offset checkpoint file.
+/// The offsets of an offset checkpoint file by (topic, partition).
 #[pyfunction]
-pub fn read_offset_checkpoint(py: Python<'_>, path: PathBuf) -> PyResult<Vec<(String, i32, i64)>> {
+pub fn read_offset_checkpoint(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyDict>> {
     let entries = run(py, move || checkpoint_file::read_offset_checkpoint(&path))?;
-    Ok(entries.into_iter().map(|(tp, o)| (tp.topic, tp.partition, o)).collect())
+    let d = PyDict::new(py);
+    for (tp, offset) in entries {
+        d.set_item((tp.topic, tp.partition), offset)?;
+    }
+    Ok(d)
 }
 
 /// Writes an offset checkpoint file atomically. Every topic must be a valid Kafka topic name (a
@@ -40,11 +45,14 @@ pub fn write_offset_checkpoint(py: Python<'_>, path: PathBuf, entries: Vec<(Stri
     })
 }
 
-/// `(epoch, start_offset)` entries of a `leader-epoch-checkpoint`.
+/// The entries of a `leader-epoch-checkpoint`.
 #[pyfunction]
-pub fn read_leader_epoch_checkpoint(py: Python<'_>, path: PathBuf) -> PyResult<Vec<(i32, i64)>> {
+pub fn read_leader_epoch_checkpoint(py: Python<'_>, path: PathBuf) -> PyResult<Vec<super::records::EpochEntry>> {
     let entries = run(py, move || checkpoint_file::read_leader_epoch_checkpoint(&path))?;
-    Ok(entries.into_iter().map(|EpochEntry { epoch, start_offset }| (epoch, start_offset)).collect())
+    Ok(entries
+        .into_iter()
+        .map(|EpochEntry { epoch, start_offset }| super::records::EpochEntry { epoch, start_offset })
+        .collect())
 }
 
 /// The broker epoch in a `.kafka_cleanshutdown` file.

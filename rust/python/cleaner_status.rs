@@ -1,79 +1,78 @@
 //! Python views of the log cleaner as the `LogManager` runs it: `kafkalog.CleanerStatus` (one
 //! compacted partition's compaction picture), the gauges as a dict keyed by Kafka's metric
-//! names, and the outcome of one cleaner-loop iteration.
+//! names, and `kafkalog.CleanOutcome` (one cleaner-loop iteration).
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 
-use super::cleaner::stats_to_py;
+use super::cleaner::CleanerStats;
+use super::records::path_str;
+use super::results::py_result;
 use crate::cleaner::cleaner_status::CleanerPartitionStatus;
-use crate::cleaner::log_cleaner::{CleanOutcome, CleanStatus, CleanerMetrics};
+use crate::cleaner::log_cleaner::{CleanOutcome as CleanOutcome_, CleanStatus, CleanerMetrics};
 
-/// The compaction status of one compacted partition (see `LogManager.cleaner_status`): a
-/// frozen snapshot, safe to share between threads.
-#[pyclass(frozen, name = "CleanerStatus", module = "kafkalog._native")]
-pub struct PyCleanerStatus {
-    #[pyo3(get)]
-    topic: String,
-    #[pyo3(get)]
-    partition: i32,
-    #[pyo3(get)]
-    log_dir: String,
-    #[pyo3(get)]
-    state: String,
-    #[pyo3(get)]
-    pause_reasons: Vec<String>,
-    #[pyo3(get)]
-    cleanup_policy: String,
-    #[pyo3(get)]
-    log_start_offset: i64,
-    #[pyo3(get)]
-    log_end_offset: i64,
-    #[pyo3(get)]
-    first_dirty_offset: i64,
-    #[pyo3(get)]
-    first_uncleanable_offset: i64,
-    #[pyo3(get)]
-    clean_bytes: u64,
-    #[pyo3(get)]
-    cleanable_bytes: u64,
-    #[pyo3(get)]
-    uncleanable_bytes: u64,
-    #[pyo3(get)]
-    dirty_ratio: f64,
-    #[pyo3(get)]
-    min_cleanable_dirty_ratio: f64,
-    #[pyo3(get)]
-    max_compaction_delay_ms: i64,
-    #[pyo3(get)]
-    records_to_clean: u64,
-    #[pyo3(get)]
-    passes_needed: u64,
-    #[pyo3(get)]
-    map_capacity: u64,
-    #[pyo3(get)]
-    last_clean_ms: Option<i64>,
-    #[pyo3(get)]
-    last_clean_range: Option<(i64, i64)>,
-    stats: Option<Py<PyAny>>,
-    #[pyo3(get)]
-    uncleanable_reason: Option<String>,
-    #[pyo3(get)]
-    uncleanable_since_ms: Option<i64>,
-    #[pyo3(get)]
-    error: Option<String>,
+py_result! { record_custom_repr
+    /// The compaction picture of one compacted partition (LogManager.cleaner_status): a frozen
+    /// snapshot.
+    #[module = "kafkalog"]
+    pub struct CleanerStatus {
+        topic: String,
+        partition: i32,
+        log_dir: Py<PyString>,
+        /// ``none``, ``in-progress``, ``aborted`` or ``paused(n)``.
+        state: String,
+        /// Who paused the partition, one entry per pause still to be resumed.
+        pause_reasons: Vec<String>,
+        cleanup_policy: String,
+        log_start_offset: i64,
+        log_end_offset: i64,
+        /// Where the dirty section starts: the cleaner checkpoint, healed into the log.
+        first_dirty_offset: i64,
+        /// Where the cleanable section ends (a segment base).
+        first_uncleanable_offset: i64,
+        clean_bytes: u64,
+        cleanable_bytes: u64,
+        /// Bytes from the cleanable section's end to the log end.
+        uncleanable_bytes: u64,
+        /// cleanable / (clean + cleanable): Kafka's cleanable ratio.
+        dirty_ratio: f64,
+        min_cleanable_dirty_ratio: f64,
+        /// How far past max.compaction.lag.ms the oldest dirty segment is (0 when not).
+        max_compaction_delay_ms: i64,
+        /// Records in the cleanable section's segments (exact per segment; an upper bound).
+        records_to_clean: u64,
+        /// ceil(records_to_clean / map_capacity): an upper bound, since duplicate keys share a
+        /// slot.
+        passes_needed: u64,
+        /// Keys one pass of a cleaner thread's offset map holds.
+        map_capacity: u64,
+        last_clean_ms: Option<i64>,
+        /// [first dirty offset, end offset) of the last clean.
+        last_clean_range: Option<(i64, i64)>,
+        /// The last clean's stats, if the partition was cleaned since start-up.
+        last_clean_stats: Option<Py<CleanerStats>>,
+        uncleanable_reason: Option<String>,
+        uncleanable_since_ms: Option<i64>,
+        /// Why the sections could not be computed (they are then 0).
+        error: Option<String>,
+    }
+    impl {
+        fn __repr__(&self) -> String {
+            self.summary()
+        }
+    }
 }
 
-impl PyCleanerStatus {
+impl CleanerStatus {
     pub(crate) fn new(py: Python<'_>, s: CleanerPartitionStatus) -> PyResult<Self> {
-        let stats = s.last_clean_stats.as_ref().map(|st| stats_to_py(py, st).map(Bound::unbind)).transpose()?;
-        Ok(PyCleanerStatus {
+        let stats = s.last_clean_stats.as_ref().map(|st| CleanerStats::py(py, st)).transpose()?;
+        Ok(CleanerStatus {
             topic: s.topic_partition.topic,
             partition: s.topic_partition.partition,
-            log_dir: s.log_dir.to_string_lossy().into_owned(),
+            log_dir: path_str(py, &s.log_dir)?,
             state: s.state,
             pause_reasons: s.pause_reasons,
             cleanup_policy: s.cleanup_policy,
@@ -92,23 +91,15 @@ impl PyCleanerStatus {
             map_capacity: s.map_capacity,
             last_clean_ms: s.last_clean_ms,
             last_clean_range: s.last_clean_range,
-            stats,
+            last_clean_stats: stats,
             uncleanable_reason: s.uncleanable_reason,
             uncleanable_since_ms: s.uncleanable_since_ms,
             error: s.error,
         })
     }
-}
 
-#[pymethods]
-impl PyCleanerStatus {
-    /// The last clean's `kafkalog.CleanerStats`, if the partition was cleaned since start-up.
-    #[getter]
-    fn last_clean_stats(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.stats.as_ref().map(|s| s.clone_ref(py))
-    }
-
-    fn __repr__(&self) -> String {
+    /// The `repr`: the partition, its state and sections, and what went wrong.
+    fn summary(&self) -> String {
         let mut out = format!(
             "CleanerStatus({}-{}, state={}, dirty_ratio={:.3}, dirty=[{}, {}), clean_bytes={}, cleanable_bytes={}, \
              passes_needed={}",
@@ -161,17 +152,47 @@ pub(crate) fn metrics_to_py<'py>(py: Python<'py>, m: &CleanerMetrics) -> PyResul
     Ok(d)
 }
 
-/// (topic, partition, first_dirty_offset, end_offset, status, reason, stats) of one iteration.
-pub(crate) type PyOutcome = (String, i32, i64, i64, &'static str, Option<String>, Option<Py<PyAny>>);
+py_result! { sequence
+    /// One iteration of a cleaner thread's loop (LogManager.run_cleaner_once): the partition
+    /// chosen and how its clean ended.
+    #[module = "kafkalog"]
+    pub struct CleanOutcome {
+        topic: String,
+        partition: i32,
+        /// The cleaner checkpoint the clean started from.
+        first_dirty_offset: i64,
+        /// The checkpoint it left (unchanged unless ``status`` is ``"cleaned"``).
+        end_offset: i64,
+        /// ``cleaned``, ``aborted`` (paused, truncated or closed meanwhile), ``offline`` (the log
+        /// dir failed), ``uncleanable`` (the clean failed: the partition is skipped until
+        /// retried) or ``panicked`` (a bug: uncleanable too, and a cleaner thread would have
+        /// died).
+        status: String,
+        /// Why it was not cleaned.
+        reason: Option<String>,
+        /// Kafka's CleanerStats of the clean, when cleaned.
+        stats: Option<Py<CleanerStats>>,
+    }
+}
 
-pub(crate) fn outcome_to_py(py: Python<'_>, o: &CleanOutcome) -> PyResult<PyOutcome> {
-    let (status, reason, stats) = match &o.status {
-        CleanStatus::Cleaned(s) => ("cleaned", None, Some(stats_to_py(py, s)?.unbind())),
-        CleanStatus::Aborted => ("aborted", None, None),
-        CleanStatus::Offline(r) => ("offline", Some(r.clone()), None),
-        CleanStatus::Uncleanable(r) => ("uncleanable", Some(r.clone()), None),
-        CleanStatus::Panicked(r) => ("panicked", Some(r.clone()), None),
-    };
-    let tp = &o.topic_partition;
-    Ok((tp.topic.clone(), tp.partition, o.first_dirty_offset, o.end_offset, status, reason, stats))
+impl CleanOutcome {
+    pub(crate) fn new(py: Python<'_>, o: &CleanOutcome_) -> PyResult<Self> {
+        let (status, reason, stats) = match &o.status {
+            CleanStatus::Cleaned(s) => ("cleaned", None, Some(CleanerStats::py(py, s)?)),
+            CleanStatus::Aborted => ("aborted", None, None),
+            CleanStatus::Offline(r) => ("offline", Some(r.clone()), None),
+            CleanStatus::Uncleanable(r) => ("uncleanable", Some(r.clone()), None),
+            CleanStatus::Panicked(r) => ("panicked", Some(r.clone()), None),
+        };
+        let tp = &o.topic_partition;
+        Ok(CleanOutcome {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+            first_dirty_offset: o.first_dirty_offset,
+            end_offset: o.end_offset,
+            status: status.to_string(),
+            reason,
+            stats,
+        })
+    }
 }

@@ -2,63 +2,48 @@
 //! `discover` / `log_dir_partitions` (which directories hold partitions,
 //! `manager/discovery.rs`), `probe_log_dir_lock` (whether a `LogManager` or a Kafka broker
 //! holds a log dir's `.lock`), and `on_demand_cleaner_config` (the `log.cleaner.*` keys of an
-//! on-demand clean, read through the broker key table). Glue only; results are frozen classes.
+//! on-demand clean, read through the broker key table and checked by the compactor). Glue
+//! only; results are frozen classes (`py_result!`).
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 
 use super::errors::{run, to_py_err};
+use super::records::path_str;
+use super::results::py_result;
+use crate::cleaner::compactor::check_sizes;
 use crate::error::Error;
 use crate::manager::config::LogManagerConfig;
-use crate::manager::discovery::{self, DiscoveredPartition, LockProbe};
+use crate::manager::discovery::{self, DiscoveredPartition as Found};
 
-/// One partition directory `discover` found: its topic, partition, directory and log dir. A
-/// frozen value, ordered by (topic, partition, path); safe to share between threads.
-#[pyclass(frozen, eq, ord, hash, name = "DiscoveredPartition", module = "kafkalog._native")]
-#[derive(PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PyDiscoveredPartition {
-    #[pyo3(get)]
-    topic: String,
-    #[pyo3(get)]
-    partition: i32,
-    #[pyo3(get)]
-    path: OsString,
-    #[pyo3(get)]
-    log_dir: OsString,
+py_result! { sequence
+    /// One partition directory `discover` found (Kafka's TopicPartition and where it lives);
+    /// ordered and unpacked as (topic, partition, path, log_dir).
+    #[module = "kafkalog"]
+    pub struct DiscoveredPartition {
+        topic: String,
+        partition: i32,
+        /// The partition directory, as found (the path given, or `<log dir>/<name>`).
+        path: Py<PyString>,
+        /// The directory holding it, whose `.lock` a LogManager takes.
+        log_dir: Py<PyString>,
+    }
 }
 
-impl From<DiscoveredPartition> for PyDiscoveredPartition {
-    fn from(d: DiscoveredPartition) -> Self {
-        PyDiscoveredPartition {
-            topic: d.topic_partition.topic,
+impl DiscoveredPartition {
+    fn new(py: Python<'_>, d: &Found) -> PyResult<Self> {
+        Ok(DiscoveredPartition {
+            topic: d.topic_partition.topic.clone(),
             partition: d.topic_partition.partition,
-            path: d.dir.into_os_string(),
-            log_dir: d.log_dir.into_os_string(),
-        }
-    }
-}
-
-#[pymethods]
-impl PyDiscoveredPartition {
-    #[new]
-    fn new(topic: String, partition: i32, path: PathBuf, log_dir: PathBuf) -> Self {
-        PyDiscoveredPartition { topic, partition, path: path.into_os_string(), log_dir: log_dir.into_os_string() }
+            path: path_str(py, &d.dir)?,
+            log_dir: path_str(py, &d.log_dir)?,
+        })
     }
 
-    fn __getnewargs__(&self) -> (String, i32, OsString, OsString) {
-        (self.topic.clone(), self.partition, self.path.clone(), self.log_dir.clone())
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "DiscoveredPartition(topic={:?}, partition={}, path={:?}, log_dir={:?})",
-            self.topic,
-            self.partition,
-            self.path.to_string_lossy(),
-            self.log_dir.to_string_lossy()
-        )
+    fn all(py: Python<'_>, found: &[Found]) -> PyResult<Vec<Self>> {
+        found.iter().map(|d| Self::new(py, d)).collect()
     }
 }
 
@@ -67,51 +52,32 @@ impl PyDiscoveredPartition {
 /// when `path` is not a directory.
 #[pyfunction]
 #[allow(clippy::needless_pass_by_value)]
-pub fn discover(py: Python<'_>, path: PathBuf) -> PyResult<Vec<PyDiscoveredPartition>> {
+pub fn discover(py: Python<'_>, path: PathBuf) -> PyResult<Vec<DiscoveredPartition>> {
     let found = run(py, || discovery::discover(&path))?;
-    Ok(found.into_iter().map(Into::into).collect())
+    DiscoveredPartition::all(py, &found)
 }
 
 /// The partition directories directly inside `log_dir`, sorted by topic and partition (never
 /// `log_dir` itself).
 #[pyfunction]
 #[allow(clippy::needless_pass_by_value)]
-pub fn log_dir_partitions(py: Python<'_>, log_dir: PathBuf) -> PyResult<Vec<PyDiscoveredPartition>> {
+pub fn log_dir_partitions(py: Python<'_>, log_dir: PathBuf) -> PyResult<Vec<DiscoveredPartition>> {
     let found = run(py, || discovery::log_dir_partitions(&log_dir))?;
-    Ok(found.into_iter().map(Into::into).collect())
+    DiscoveredPartition::all(py, &found)
 }
 
-/// What `probe_log_dir_lock` found: the lock file, whether it is held, and by which process
-/// when that can be told. A frozen value.
-#[pyclass(frozen, eq, name = "LogDirLockProbe", module = "kafkalog._native")]
-#[derive(PartialEq, Eq)]
-pub struct PyLogDirLockProbe {
-    #[pyo3(get)]
-    lock_file: OsString,
-    #[pyo3(get)]
-    held: bool,
-    #[pyo3(get)]
-    pid: Option<u32>,
-    #[pyo3(get)]
-    holder: Option<String>,
-}
-
-#[pymethods]
-impl PyLogDirLockProbe {
-    fn __repr__(&self) -> String {
-        format!(
-            "LogDirLockProbe(lock_file={:?}, held={}, pid={}, holder={:?})",
-            self.lock_file.to_string_lossy(),
-            if self.held { "True" } else { "False" },
-            self.pid.map_or_else(|| "None".to_string(), |p| p.to_string()),
-            self.holder
-        )
-    }
-}
-
-impl From<LockProbe> for PyLogDirLockProbe {
-    fn from(p: LockProbe) -> Self {
-        PyLogDirLockProbe { lock_file: p.lock_file.into_os_string(), held: p.held, pid: p.pid, holder: p.holder }
+py_result! { record
+    /// What `probe_log_dir_lock` found: the lock file, whether it is held, and by which process
+    /// when that can be told.
+    #[module = "kafkalog"]
+    pub struct LogDirLockProbe {
+        /// `<log dir>/.lock`.
+        lock_file: Py<PyString>,
+        held: bool,
+        /// The holder's process id, when known.
+        pid: Option<u32>,
+        /// The holder as error messages name it ("process 1234 (java ...)"), when known.
+        holder: Option<String>,
     }
 }
 
@@ -119,8 +85,9 @@ impl From<LockProbe> for PyLogDirLockProbe {
 /// takes), tested without taking it or creating the file.
 #[pyfunction]
 #[allow(clippy::needless_pass_by_value)]
-pub fn probe_log_dir_lock(py: Python<'_>, log_dir: PathBuf) -> PyResult<PyLogDirLockProbe> {
-    Ok(run(py, || discovery::probe_log_dir_lock(&log_dir))?.into())
+pub fn probe_log_dir_lock(py: Python<'_>, log_dir: PathBuf) -> PyResult<LogDirLockProbe> {
+    let p = run(py, || discovery::probe_log_dir_lock(&log_dir))?;
+    Ok(LogDirLockProbe { lock_file: path_str(py, &p.lock_file)?, held: p.held, pid: p.pid, holder: p.holder })
 }
 
 /// The broker keys an on-demand clean (`UnifiedLog.compact_now`) takes, in the order of its
@@ -132,66 +99,48 @@ const ON_DEMAND_CLEANER_KEYS: [&str; 4] = [
     "log.cleaner.io.max.bytes.per.second",
 ];
 
-/// The sizes of an on-demand clean, read from Kafka's broker keys: the arguments of
-/// `UnifiedLog.compact_now`. A frozen value.
-#[pyclass(frozen, name = "OnDemandCleanerConfig", module = "kafkalog._native")]
-pub struct PyOnDemandCleanerConfig {
-    #[pyo3(get)]
-    dedupe_buffer_size: i64,
-    #[pyo3(get)]
-    load_factor: f64,
-    #[pyo3(get)]
-    io_buffer_size: i64,
-    #[pyo3(get)]
-    max_io_bytes_per_second: f64,
-}
-
-#[pymethods]
-impl PyOnDemandCleanerConfig {
-    /// The keys `on_demand_cleaner_config` takes.
-    #[classattr]
-    #[allow(non_snake_case)]
-    fn KEYS() -> Vec<&'static str> {
-        ON_DEMAND_CLEANER_KEYS.to_vec()
+py_result! { record
+    /// The sizes of an on-demand clean read from Kafka's broker keys: the arguments of
+    /// `UnifiedLog.compact_now`.
+    #[module = "kafkalog"]
+    pub struct OnDemandCleanerConfig {
+        dedupe_buffer_size: i64,
+        load_factor: f64,
+        io_buffer_size: i32,
+        max_io_bytes_per_second: f64,
     }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "OnDemandCleanerConfig(dedupe_buffer_size={}, load_factor={}, io_buffer_size={}, max_io_bytes_per_second={})",
-            self.dedupe_buffer_size, self.load_factor, self.io_buffer_size, self.max_io_bytes_per_second
-        )
+    impl {
+        /// The keys `on_demand_cleaner_config` takes.
+        #[classattr]
+        #[allow(non_snake_case)]
+        fn KEYS() -> Vec<&'static str> {
+            ON_DEMAND_CLEANER_KEYS.to_vec()
+        }
     }
 }
 
 /// The sizes of an on-demand clean from `config` (keys of `OnDemandCleanerConfig.KEYS` to
 /// string values; Kafka's defaults for the keys left out): each value parsed and range-checked
-/// by the broker key table, then held to the limits of an on-demand clean. `InvalidConfigError`
-/// naming the key, the value and the rule; for any other key too.
+/// by the broker key table, then by the compactor's size checks. `InvalidConfigError` naming
+/// the key, the value and the rule; for any other key too.
 #[pyfunction]
 #[allow(clippy::needless_pass_by_value)]
-pub fn on_demand_cleaner_config(py: Python<'_>, config: Vec<(String, String)>) -> PyResult<PyOnDemandCleanerConfig> {
-    let parse = || -> crate::error::Result<PyOnDemandCleanerConfig> {
+pub fn on_demand_cleaner_config(py: Python<'_>, config: Vec<(String, String)>) -> PyResult<OnDemandCleanerConfig> {
+    let parse = || -> crate::error::Result<OnDemandCleanerConfig> {
         let mut broker = LogManagerConfig::default();
         for (key, value) in &config {
             if !ON_DEMAND_CLEANER_KEYS.contains(&key.as_str()) {
-                let rule =
-                    format!("not a setting of an on-demand clean (those are {})", ON_DEMAND_CLEANER_KEYS.join(", "));
+                let rule = format!("not a setting of an on-demand clean (those are {})", ON_DEMAND_CLEANER_KEYS.join(", "));
                 return Err(Error::invalid_config(key, value, rule));
             }
             broker.set(key, value)?;
         }
         let c = &broker.cleaner;
-        let sizes = super::cleaner::OnDemandCleaner {
+        check_sizes(c)?;
+        Ok(OnDemandCleanerConfig {
             dedupe_buffer_size: c.dedupe_buffer_size,
             load_factor: c.dedupe_buffer_load_factor,
-            io_buffer_size: i64::from(c.io_buffer_size),
-            max_io_bytes_per_second: Some(c.max_io_bytes_per_second),
-        };
-        sizes.check()?;
-        Ok(PyOnDemandCleanerConfig {
-            dedupe_buffer_size: sizes.dedupe_buffer_size,
-            load_factor: sizes.load_factor,
-            io_buffer_size: sizes.io_buffer_size,
+            io_buffer_size: c.io_buffer_size,
             max_io_bytes_per_second: c.max_io_bytes_per_second,
         })
     };

@@ -6,17 +6,19 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-use super::arrow::{timestamp_type_id, BinaryColumn, KafkaColumns};
-use super::buffer::OwnedBuffer;
+use super::arrow::{timestamp_type_id, ArrowColumns, KafkaColumns};
+use super::cleaner::CompactResult;
 use super::decode;
 use super::errors::{run, to_py_err};
+use super::records::{AppendInfo, ConsumerRecord, ReadResult, RetentionResult, SegmentInfo, TimestampAndOffset};
 use crate::checkpoint::partition_metadata::TopicId;
+use crate::cleaner::{CompactOptions, Compactor};
 use crate::config::LogConfig;
 use crate::error::Error;
-use crate::log::log_validator::LogAppendInfo;
-use crate::log::unified_log::{check_first_dirty_offset, FetchIsolation, LogOpenOptions, UnifiedLog};
+use crate::log::unified_log::{FetchIsolation, LogOpenOptions, UnifiedLog};
+use crate::manager::config::CleanerConfig;
 use crate::record::builder::{BatchBuilder, BatchHeader};
 use crate::record::compression::CompressionType;
 use crate::util::clock::SystemClock;
@@ -48,26 +50,9 @@ pub(crate) fn parse_compression(compression: &str) -> crate::error::Result<Compr
     })
 }
 
-fn append_info_dict<'py>(py: Python<'py>, info: &LogAppendInfo) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("first_offset", info.first_offset)?;
-    d.set_item("last_offset", info.last_offset)?;
-    d.set_item("max_timestamp", info.max_timestamp)?;
-    d.set_item("offset_of_max_timestamp", info.offset_of_max_timestamp)?;
-    d.set_item("log_append_time", info.log_append_time)?;
-    d.set_item("log_start_offset", info.log_start_offset)?;
-    d.set_item("record_count", info.record_count)?;
-    d.set_item("batch_count", info.batch_count)?;
-    d.set_item("valid_bytes", info.valid_bytes)?;
-    Ok(d)
-}
-
 /// (key, value, headers, timestamp) as Python passes a record in.
 type PyRecordTuple =
     (Option<PyBackedBytes>, Option<PyBackedBytes>, Vec<(PyBackedBytes, Option<PyBackedBytes>)>, Option<i64>);
-
-/// (base_offset, size, record_count, first_batch_timestamp, max_timestamp, path) of a segment.
-type PySegmentTuple = (i64, u64, u64, i64, i64, PathBuf);
 
 /// One record handed in from Python.
 struct InRecord {
@@ -90,21 +75,6 @@ impl PyUnifiedLog {
     pub(crate) fn new_managed(inner: Arc<UnifiedLog>) -> Self {
         PyUnifiedLog { inner, managed: true }
     }
-}
-
-/// One retention run as Python sees it: (deleted segments as (base_offset, next_offset, size,
-/// largest_timestamp, reason), warnings, log start offset).
-pub(crate) type PyRetention = (Vec<(i64, i64, u64, i64, &'static str)>, Vec<String>, i64);
-
-pub(crate) fn retention_tuple(r: &crate::log::unified_log::RetentionResult) -> PyRetention {
-    (
-        r.deleted
-            .iter()
-            .map(|d| (d.base_offset, d.next_offset, d.size, d.largest_timestamp, d.reason.name()))
-            .collect(),
-        r.warnings.clone(),
-        r.log_start_offset,
-    )
 }
 
 #[pymethods]
@@ -138,15 +108,15 @@ impl PyUnifiedLog {
     /// Builds batches of at most `batch_size` bytes from (key, value, headers, timestamp)
     /// tuples and appends them as the leader.
     #[pyo3(signature = (records, compression, leader_epoch, batch_size, now_ms))]
-    fn append_records<'py>(
+    fn append_records(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         records: Vec<PyRecordTuple>,
         compression: &str,
         leader_epoch: i32,
         batch_size: usize,
         now_ms: i64,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<AppendInfo> {
         let codec = parse_compression(compression).map_err(|e| to_py_err(py, e))?;
         let records: Vec<InRecord> = records
             .into_iter()
@@ -157,43 +127,37 @@ impl PyUnifiedLog {
             let mut buf = encode_batches(&records, codec, batch_size, now_ms)?;
             log.append_as_leader(&mut buf, leader_epoch)
         })?;
-        append_info_dict(py, &info)
+        Ok(AppendInfo::from(&info))
     }
 
     /// Appends raw v2 batches as a producer sends them.
-    fn append_batch<'py>(
-        &self,
-        py: Python<'py>,
-        raw: PyBackedBytes,
-        leader_epoch: i32,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    fn append_batch(&self, py: Python<'_>, raw: PyBackedBytes, leader_epoch: i32) -> PyResult<AppendInfo> {
         let log = self.inner.clone();
         let info = run(py, move || {
             let mut buf = raw.to_vec();
             log.append_as_leader(&mut buf, leader_epoch)
         })?;
-        append_info_dict(py, &info)
+        Ok(AppendInfo::from(&info))
     }
 
     /// Appends raw batches whose offsets are already assigned (as a follower).
-    fn append_as_follower<'py>(&self, py: Python<'py>, raw: PyBackedBytes) -> PyResult<Bound<'py, PyDict>> {
+    fn append_as_follower(&self, py: Python<'_>, raw: PyBackedBytes) -> PyResult<AppendInfo> {
         let log = self.inner.clone();
         let info = run(py, move || log.append_as_follower(&raw))?;
-        append_info_dict(py, &info)
+        Ok(AppendInfo::from(&info))
     }
 
-    /// Kafka-style read: a dict with the raw bytes of whole batches (`records_bytes`), the
-    /// decoded data records at or after `offset` as (offset, timestamp, timestamp_type, key,
-    /// value, headers, is_control) tuples (`records`), the offset after the last batch
-    /// (`next_offset`), and the log's offsets when the read ran. Decoding runs off the GIL.
-    fn read<'py>(
+    /// Kafka-style read: the raw bytes of whole batches, the data records at or after `offset`
+    /// decoded from them, the offset after the last batch, and the log's offsets when the read
+    /// ran. Decoding runs off the GIL.
+    fn read(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         offset: i64,
         max_bytes: u64,
         isolation: &str,
         min_one_message: bool,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<ReadResult> {
         let isolation = parse_isolation(isolation).map_err(|e| to_py_err(py, e))?;
         let log = self.inner.clone();
         let (info, decoded) = run(py, move || {
@@ -204,26 +168,33 @@ impl PyUnifiedLog {
             })?;
             Ok((info, decoded))
         })?;
-        let d = PyDict::new(py);
-        d.set_item("records_bytes", PyBytes::new(py, &info.records))?;
-        d.set_item("records", decoded.records)?;
-        d.set_item("next_offset", decoded.next_offset.unwrap_or(offset))?;
-        d.set_item("high_watermark", info.high_watermark)?;
-        d.set_item("log_start_offset", info.log_start_offset)?;
-        d.set_item("log_end_offset", info.log_end_offset)?;
-        Ok(d)
+        let tp = self.inner.topic_partition();
+        let topic = PyString::new(py, &tp.topic).unbind();
+        let records = decoded
+            .records
+            .iter()
+            .map(|r| Py::new(py, ConsumerRecord::new(py, &topic, tp.partition, r)?))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(ReadResult {
+            records_bytes: PyBytes::new(py, &info.records).unbind(),
+            records: PyList::new(py, records)?.unbind(),
+            high_watermark: info.high_watermark,
+            log_start_offset: info.log_start_offset,
+            log_end_offset: info.log_end_offset,
+            next_offset: decoded.next_offset.unwrap_or(offset),
+        })
     }
 
     /// Decodes `[start, end)` into Arrow-layout column buffers, stopping after about
-    /// `max_bytes` of key/value data. Returns (buffers dict, next offset to read).
-    fn read_columns<'py>(
+    /// `max_bytes` of key/value data, with the offset to read next.
+    fn read_columns(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         start: i64,
         end: i64,
         isolation: &str,
         max_bytes: usize,
-    ) -> PyResult<(Bound<'py, PyDict>, i64)> {
+    ) -> PyResult<ArrowColumns> {
         let isolation = parse_isolation(isolation).map_err(|e| to_py_err(py, e))?;
         // Arrow's binary columns use int32 offsets: a chunk stops well before 2 GiB of data.
         let max_bytes = max_bytes.min(1 << 30);
@@ -258,7 +229,7 @@ impl PyUnifiedLog {
             })?;
             Ok((cols, next))
         })?;
-        Ok((columns_dict(py, &mut cols)?, next))
+        ArrowColumns::new(py, &mut cols, next)
     }
 
     #[getter]
@@ -298,19 +269,16 @@ impl PyUnifiedLog {
         self.inner.size_in_bytes()
     }
 
-    /// The log's configuration as Kafka key/value strings.
-    fn config(&self) -> Vec<(String, String)> {
-        self.inner.config().to_props().into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    /// The log's configuration: every key with its value as Kafka prints it, in Kafka's order.
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        props_dict(py, self.inner.config().to_props())
     }
 
-    /// (base_offset, size, record_count, first_batch_timestamp, max_timestamp, path) per segment.
-    fn segments(&self, py: Python<'_>) -> PyResult<Vec<PySegmentTuple>> {
+    /// Base offset, size, record count, first-batch and max timestamps and path of each segment.
+    fn segments(&self, py: Python<'_>) -> PyResult<Vec<SegmentInfo>> {
         let log = self.inner.clone();
         let infos = run(py, move || log.segment_infos())?;
-        Ok(infos
-            .into_iter()
-            .map(|s| (s.base_offset, s.size, s.record_count, s.first_batch_timestamp, s.max_timestamp, s.path))
-            .collect())
+        infos.iter().map(|s| SegmentInfo::new(py, s)).collect()
     }
 
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
@@ -342,11 +310,11 @@ impl PyUnifiedLog {
         self.inner.set_high_watermark(offset).map_err(|e| to_py_err(py, e))
     }
 
-    /// (timestamp, offset, leader_epoch) or None.
-    fn offset_for_timestamp(&self, py: Python<'_>, timestamp: i64) -> PyResult<Option<(i64, i64, i32)>> {
+    /// The first record at or after `timestamp` (or a special lookup), or None.
+    fn offset_for_timestamp(&self, py: Python<'_>, timestamp: i64) -> PyResult<Option<TimestampAndOffset>> {
         let log = self.inner.clone();
         let found = run(py, move || log.offset_for_timestamp(timestamp))?;
-        Ok(found.map(|t| (t.timestamp, t.offset, t.leader_epoch)))
+        Ok(found.map(|t| TimestampAndOffset { timestamp: t.timestamp, offset: t.offset, leader_epoch: t.leader_epoch }))
     }
 
     /// The topic id in `partition.metadata`, or None.
@@ -376,11 +344,11 @@ impl PyUnifiedLog {
     }
 
     /// Runs retention now (Kafka's `deleteOldSegments`).
-    fn delete_old_segments(&self, py: Python<'_>, cap_future_timestamps: bool) -> PyResult<PyRetention> {
+    fn delete_old_segments(&self, py: Python<'_>, cap_future_timestamps: bool) -> PyResult<RetentionResult> {
         let log = self.inner.clone();
         let options = crate::log::unified_log::RetentionOptions { cap_future_timestamps };
         let result = run(py, move || log.delete_old_segments_with(options))?;
-        Ok(retention_tuple(&result))
+        RetentionResult::new(py, &result)
     }
 
     /// Unlinks `.deleted` files whose delay has passed.
@@ -394,9 +362,9 @@ impl PyUnifiedLog {
     /// `LogManager.compact_now` refuses it.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, first_dirty_offset, time_ms, ignore_cleanup_policy))]
-    fn compact_now<'py>(
+    fn compact_now(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         dedupe_buffer_size: i64,
         load_factor: f64,
         io_buffer_size: i64,
@@ -404,25 +372,23 @@ impl PyUnifiedLog {
         first_dirty_offset: Option<i64>,
         time_ms: Option<i64>,
         ignore_cleanup_policy: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let checked = check_compactable(&self.inner, ignore_cleanup_policy)
-            .and_then(|()| first_dirty_offset.map_or(Ok(()), |o| check_first_dirty_offset(&self.inner, o)));
-        checked.map_err(|e| to_py_err(py, e))?;
-        let log = self.inner.clone();
-        let sizes = super::cleaner::OnDemandCleaner {
-            dedupe_buffer_size,
-            load_factor,
-            io_buffer_size,
-            max_io_bytes_per_second,
-        };
-        let options = crate::cleaner::CompactOptions { first_dirty_offset, now_ms: time_ms };
-        let result = run(py, move || {
-            let mut cleaner = sizes.build(Arc::new(SystemClock))?;
-            let result = crate::cleaner::compact_log(&mut cleaner, &log, &options, &|| Ok(()));
-            super::cleaner::return_idle_map(cleaner.into_offset_map());
-            result
+    ) -> PyResult<CompactResult> {
+        let io_buffer_size = i32::try_from(io_buffer_size).map_err(|_| {
+            let rule = crate::cleaner::compactor::IO_BUFFER_SIZE_RANGE;
+            to_py_err(py, Error::invalid_config("log.cleaner.io.buffer.size", io_buffer_size, rule))
         })?;
-        super::cleaner::compact_result_to_py(py, &result, 0, &self.inner.topic_partition().to_string())
+        let config = CleanerConfig {
+            dedupe_buffer_size,
+            dedupe_buffer_load_factor: load_factor,
+            io_buffer_size,
+            max_io_bytes_per_second: max_io_bytes_per_second.unwrap_or(f64::MAX),
+            ..CleanerConfig::default()
+        };
+        let compactor = Compactor::new(config, Arc::new(SystemClock));
+        let options = CompactOptions { first_dirty_offset, now_ms: time_ms };
+        let log = self.inner.clone();
+        let result = run(py, move || compactor.compact(&log, &options, ignore_cleanup_policy))?;
+        CompactResult::new(py, &result, 0, &self.inner.topic_partition().to_string())
     }
 }
 
@@ -435,26 +401,6 @@ pub(crate) fn parse_topic_id(topic_id: &str) -> crate::error::Result<TopicId> {
             format!("must be a topic id in Kafka's 22-character URL-safe base64 form ({e})"),
         )
     })
-}
-
-/// An on-demand clean keeps only the latest record of each key and drops records without a
-/// key: on a log whose `cleanup.policy` lacks `compact`, that loses data the topic keeps, so it
-/// is refused (with `LogManager.compact_now`'s error) unless the caller insists.
-fn check_compactable(log: &UnifiedLog, ignore_cleanup_policy: bool) -> crate::error::Result<()> {
-    let config = log.config();
-    if config.compact() || ignore_cleanup_policy {
-        return Ok(());
-    }
-    Err(Error::invalid_config(
-        "cleanup.policy",
-        config.cleanup_policy,
-        format!(
-            "partition {} is not compacted: compact_now needs cleanup.policy to contain compact (a clean keeps \
-             only the latest record of each key and drops records without a key); open the log with \
-             cleanup.policy=compact, or pass ignore_cleanup_policy=True to compact it anyway",
-            log.topic_partition()
-        ),
-    ))
 }
 
 /// Encodes records into v2 batches of at most `batch_size` uncompressed bytes each (as a
@@ -490,28 +436,11 @@ fn encode_batches(
     Ok(out)
 }
 
-fn binary_dict<'py>(py: Python<'py>, c: &mut BinaryColumn) -> PyResult<Bound<'py, PyDict>> {
+/// Key/value strings as a dict, in their order.
+pub(crate) fn props_dict<K: AsRef<str>>(py: Python<'_>, props: Vec<(K, String)>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("validity", OwnedBuffer::new(std::mem::take(&mut c.validity)))?;
-    d.set_item("offsets", OwnedBuffer::new(std::mem::take(&mut c.offsets)))?;
-    d.set_item("data", OwnedBuffer::new(std::mem::take(&mut c.data)))?;
-    d.set_item("nulls", c.nulls)?;
-    Ok(d)
-}
-
-fn columns_dict<'py>(py: Python<'py>, c: &mut KafkaColumns) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("rows", c.rows)?;
-    d.set_item("key", binary_dict(py, &mut c.key)?)?;
-    d.set_item("value", binary_dict(py, &mut c.value)?)?;
-    d.set_item("topic", binary_dict(py, &mut c.topic)?)?;
-    d.set_item("partition", OwnedBuffer::new(std::mem::take(&mut c.partition)))?;
-    d.set_item("offset", OwnedBuffer::new(std::mem::take(&mut c.offset)))?;
-    d.set_item("timestamp", OwnedBuffer::new(std::mem::take(&mut c.timestamp_us)))?;
-    d.set_item("timestamp_type", OwnedBuffer::new(std::mem::take(&mut c.timestamp_type)))?;
-    d.set_item("header_offsets", OwnedBuffer::new(std::mem::take(&mut c.header_offsets)))?;
-    d.set_item("header_count", c.header_key.len)?;
-    d.set_item("header_key", binary_dict(py, &mut c.header_key)?)?;
-    d.set_item("header_value", binary_dict(py, &mut c.header_value)?)?;
+    for (k, v) in props {
+        d.set_item(k.as_ref(), v)?;
+    }
     Ok(d)
 }

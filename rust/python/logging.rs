@@ -506,16 +506,31 @@ fn register_fork_hooks(py: Python<'_>) -> PyResult<()> {
     Ok(())
 }
 
-/// `(level filter, accepted, delivered, dropped)`: the Rust-side filter (`"OFF"`, `"ERROR"`
-/// ... `"TRACE"`), the events it let through, those handed to a Python logger, and those
-/// dropped. For tests: an event of a level the filter refuses is never counted as accepted.
+/// The Rust-side filter (`"OFF"`, `"ERROR"` ... `"TRACE"`), the events it let through, those
+/// handed to a Python logger, and those dropped. For tests: an event of a level the filter
+/// refuses is never counted as accepted.
 #[pyfunction]
 #[pyo3(name = "_logging_state")]
-pub fn logging_state() -> (String, u64, u64, u64) {
-    (
-        log::max_level().to_string().to_uppercase(),
-        ACCEPTED.load(Ordering::Relaxed),
-        DELIVERED.load(Ordering::Relaxed),
-        DROPPED.load(Ordering::Relaxed),
-    )
+pub fn logging_state() -> LoggingState {
+    LoggingState {
+        level: log::max_level().to_string().to_uppercase(),
+        accepted: ACCEPTED.load(Ordering::Relaxed),
+        delivered: DELIVERED.load(Ordering::Relaxed),
+        dropped: DROPPED.load(Ordering::Relaxed),
+    }
+}
+
+super::results::py_result! { sequence
+    /// The bridge's state, for tests.
+    #[module = "kafkalog._native"]
+    pub struct LoggingState {
+        /// The Rust-side level filter: "OFF", "ERROR", "WARN", "INFO", "DEBUG" or "TRACE".
+        level: String,
+        /// Events the filter let through.
+        accepted: u64,
+        /// Events handed to a Python logger.
+        delivered: u64,
+        /// Events dropped (the queue was full).
+        dropped: u64,
+    }
 }

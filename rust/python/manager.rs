@@ -10,29 +10,80 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
 
-use pyo3::types::PyDict;
-
-use super::cleaner::compact_result_to_py;
-use super::cleaner_status::{metrics_to_py, outcome_to_py, PyCleanerStatus, PyOutcome};
+use super::cleaner::CompactResult;
+use super::cleaner_status::{metrics_to_py, CleanOutcome, CleanerStatus};
 use super::errors::{run, to_py_err};
-use super::log::{parse_topic_id, retention_tuple, PyRetention, PyUnifiedLog};
+use super::log::{parse_topic_id, props_dict, PyUnifiedLog};
+use super::records::{path_str, RetentionResult};
+use super::results::py_result;
 use crate::cleaner::cleaner_status::StatusFilter;
 use crate::config::LogConfig;
 use crate::error::Error;
 use crate::log::file_names::TopicPartition;
 use crate::log::unified_log::RetentionOptions;
 use crate::manager::config::LogManagerConfig;
-use crate::manager::loading::{DirRecoveryProgress, ProgressCallback};
+use crate::manager::loading::{self, ProgressCallback};
 use crate::manager::log_manager::{LogManager, LogManagerOptions};
 use crate::util::clock::{ManualClock, SharedClock};
 
-/// (dir, logs_total, logs_remaining, segments_remaining) for each log dir.
-type PyProgress = Vec<(PathBuf, usize, usize, usize, Vec<PathBuf>)>;
-/// (path, online, cordoned, partitions, offline_reason, directory_id).
-type PyLogDir = (PathBuf, bool, bool, usize, Option<String>, Option<String>);
-/// (dir, had_clean_shutdown, logs, segments, segments_recovered, bytes_truncated, ms, error).
-type PyLoadSummary = (PathBuf, bool, usize, usize, usize, u64, u64, Option<String>);
+py_result! { sequence
+    /// Recovery progress of one log dir (Kafka's remainingLogsToRecover and
+    /// remainingSegmentsToRecover gauges).
+    #[module = "kafkalog"]
+    pub struct DirRecoveryProgress {
+        dir: Py<PyString>,
+        logs_total: usize,
+        logs_remaining: usize,
+        /// Segments still to recover in the logs being loaded right now.
+        segments_remaining: usize,
+        /// Partition directories another writer has locked, waited for now.
+        waiting_for_lock: Py<PyTuple> = Python::attach(|py| PyTuple::empty(py).unbind()),
+    }
+}
+
+impl DirRecoveryProgress {
+    fn new(py: Python<'_>, d: &loading::DirRecoveryProgress) -> PyResult<Self> {
+        let waiting = d.waiting_for_lock.iter().map(|w| path_str(py, w)).collect::<PyResult<Vec<_>>>()?;
+        Ok(DirRecoveryProgress {
+            dir: path_str(py, &d.dir)?,
+            logs_total: d.logs_total,
+            logs_remaining: d.logs_remaining,
+            segments_remaining: d.segments_remaining,
+            waiting_for_lock: PyTuple::new(py, waiting)?.unbind(),
+        })
+    }
+}
+
+py_result! { sequence
+    /// What start-up found in one log dir.
+    #[module = "kafkalog"]
+    pub struct DirLoadSummary {
+        dir: Py<PyString>,
+        had_clean_shutdown: bool,
+        logs_loaded: usize,
+        segments_loaded: usize,
+        segments_recovered: usize,
+        bytes_truncated: u64,
+        duration_ms: u64,
+        /// Why the dir went offline while loading, if it did.
+        error: Option<String>,
+    }
+}
+
+py_result! { sequence
+    /// One configured log dir.
+    #[module = "kafkalog"]
+    pub struct LogDirInfo {
+        path: Py<PyString>,
+        online: bool,
+        cordoned: bool,
+        partitions: usize,
+        offline_reason: Option<String>,
+        directory_id: Option<String>,
+    }
+}
 
 /// A topic's config: its overrides over the broker defaults (Kafka's
 /// `LogConfig.fromProps(defaults, overrides)`).
@@ -56,7 +107,7 @@ pub struct PyLogManager {
 /// Progress snapshots passed from the loader threads to the Python thread.
 #[derive(Default)]
 struct Mailbox {
-    progress: Option<PyProgress>,
+    progress: Option<Vec<loading::DirRecoveryProgress>>,
     done: bool,
 }
 
@@ -89,20 +140,8 @@ impl PyLogManager {
         let mailbox = Arc::new((Mutex::new(Mailbox::default()), Condvar::new()));
         let callback: Option<ProgressCallback> = progress.is_some().then(|| {
             let mailbox = mailbox.clone();
-            Arc::new(move |dirs: &[DirRecoveryProgress]| {
-                let snapshot = dirs
-                    .iter()
-                    .map(|d| {
-                        (
-                            d.dir.clone(),
-                            d.logs_total,
-                            d.logs_remaining,
-                            d.segments_remaining,
-                            d.waiting_for_lock.clone(),
-                        )
-                    })
-                    .collect();
-                mailbox.0.lock().progress = Some(snapshot);
+            Arc::new(move |dirs: &[loading::DirRecoveryProgress]| {
+                mailbox.0.lock().progress = Some(dirs.to_vec());
                 mailbox.1.notify_all();
             }) as ProgressCallback
         });
@@ -132,7 +171,8 @@ impl PyLogManager {
                 (m.progress.take(), m.done)
             });
             if let (Some(snapshot), Some(cb)) = (snapshot, &progress) {
-                cb.call1(py, (snapshot,))?;
+                let dirs = snapshot.iter().map(|d| DirRecoveryProgress::new(py, d)).collect::<PyResult<Vec<_>>>()?;
+                cb.call1(py, (dirs,))?;
             }
             if finished {
                 break;
@@ -205,12 +245,16 @@ impl PyLogManager {
         run(py, move || manager.checkpoint())
     }
 
-    /// (topic, partition, retention) for each log retention ran on.
-    fn run_retention(&self, py: Python<'_>, cap_future_timestamps: bool) -> PyResult<Vec<(String, i32, PyRetention)>> {
+    /// What retention did on each log it ran on, by (topic, partition).
+    fn run_retention<'py>(&self, py: Python<'py>, cap_future_timestamps: bool) -> PyResult<Bound<'py, PyDict>> {
         let manager = self.inner.clone();
         let options = RetentionOptions { cap_future_timestamps };
         let results = run(py, move || manager.run_retention(options))?;
-        Ok(results.into_iter().map(|(tp, r)| (tp.topic.clone(), tp.partition, retention_tuple(&r))).collect())
+        let d = PyDict::new(py);
+        for (tp, r) in &results {
+            d.set_item((tp.topic.as_str(), tp.partition), RetentionResult::new(py, r)?)?;
+        }
+        Ok(d)
     }
 
     /// Runs the scheduled tasks that are due; returns the ms until the next one.
@@ -239,12 +283,18 @@ impl PyLogManager {
         self.manual_clock.as_ref().map(|c| c.milliseconds())
     }
 
-    fn log_dirs(&self) -> Vec<PyLogDir> {
-        self.inner
-            .log_dirs()
-            .into_iter()
-            .map(|d| (d.path, d.online, d.cordoned, d.partitions, d.offline_reason, d.directory_id))
-            .collect()
+    fn log_dirs(&self, py: Python<'_>) -> PyResult<Vec<LogDirInfo>> {
+        let info = |d: crate::manager::log_manager::LogDirInfo| {
+            Ok(LogDirInfo {
+                path: path_str(py, &d.path)?,
+                online: d.online,
+                cordoned: d.cordoned,
+                partitions: d.partitions,
+                offline_reason: d.offline_reason,
+                directory_id: d.directory_id,
+            })
+        };
+        self.inner.log_dirs().into_iter().map(info).collect()
     }
 
     #[allow(clippy::needless_pass_by_value)]
@@ -252,23 +302,20 @@ impl PyLogManager {
         self.inner.cordon_log_dir(&dir, cordoned).map_err(|e| to_py_err(py, e))
     }
 
-    fn load_summary(&self) -> Vec<PyLoadSummary> {
-        self.inner
-            .load_summary()
-            .iter()
-            .map(|s| {
-                (
-                    s.dir.clone(),
-                    s.had_clean_shutdown,
-                    s.logs_loaded,
-                    s.segments_loaded,
-                    s.segments_recovered,
-                    s.bytes_truncated,
-                    s.duration_ms,
-                    s.error.clone(),
-                )
+    fn load_summary(&self, py: Python<'_>) -> PyResult<Vec<DirLoadSummary>> {
+        let summary = |s: &loading::DirLoadSummary| {
+            Ok(DirLoadSummary {
+                dir: path_str(py, &s.dir)?,
+                had_clean_shutdown: s.had_clean_shutdown,
+                logs_loaded: s.logs_loaded,
+                segments_loaded: s.segments_loaded,
+                segments_recovered: s.segments_recovered,
+                bytes_truncated: s.bytes_truncated,
+                duration_ms: s.duration_ms,
+                error: s.error.clone(),
             })
-            .collect()
+        };
+        self.inner.load_summary().iter().map(summary).collect()
     }
 
     fn stray_dirs(&self) -> Vec<PathBuf> {
@@ -279,19 +326,20 @@ impl PyLogManager {
         self.inner.dirs_pending_deletion()
     }
 
-    fn config(&self) -> Vec<(String, String)> {
-        self.inner.config().to_props().into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    /// The broker-level configuration: every key with its value.
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        props_dict(py, self.inner.config().to_props())
     }
 
     /// Compacts `topic`-`partition` now through the cleaner's states (see
     /// `LogManager::compact_now`).
-    fn compact_now<'py>(&self, py: Python<'py>, topic: String, partition: i32) -> PyResult<Bound<'py, PyAny>> {
+    fn compact_now(&self, py: Python<'_>, topic: String, partition: i32) -> PyResult<CompactResult> {
         let manager = self.inner.clone();
         let tp = TopicPartition::new(topic, partition);
         let name = tp.to_string();
         let result = run(py, move || manager.compact_now(&tp))?;
         let thread_id = self.inner.log_cleaner().map_or(0, |c| c.thread_count());
-        compact_result_to_py(py, &result, thread_id, &name)
+        CompactResult::new(py, &result, thread_id, &name)
     }
 
     #[pyo3(signature = (topic, partition))]
@@ -300,11 +348,11 @@ impl PyLogManager {
         py: Python<'_>,
         topic: Option<String>,
         partition: Option<i32>,
-    ) -> PyResult<Vec<PyCleanerStatus>> {
+    ) -> PyResult<Vec<CleanerStatus>> {
         let manager = self.inner.clone();
         let filter = StatusFilter { topic, partition };
         let statuses = run(py, move || manager.cleaner_status(&filter))?;
-        statuses.into_iter().map(|s| PyCleanerStatus::new(py, s)).collect()
+        statuses.into_iter().map(|s| CleanerStatus::new(py, s)).collect()
     }
 
     fn cleaner_metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -326,21 +374,22 @@ impl PyLogManager {
         Ok(retried.into_iter().map(|tp| (tp.topic, tp.partition)).collect())
     }
 
-    fn run_cleaner_once(&self, py: Python<'_>) -> PyResult<Option<PyOutcome>> {
+    fn run_cleaner_once(&self, py: Python<'_>) -> PyResult<Option<CleanOutcome>> {
         let manager = self.inner.clone();
         let outcome = run(py, move || manager.run_cleaner_once())?;
-        outcome.map(|o| outcome_to_py(py, &o)).transpose()
+        outcome.map(|o| CleanOutcome::new(py, &o)).transpose()
     }
 
     /// Applies `log.cleaner.*` keys at run time; returns the cleaner's keys after the change.
     #[allow(clippy::needless_pass_by_value)]
-    fn reconfigure_cleaner(&self, py: Python<'_>, config: Vec<(String, String)>) -> PyResult<Vec<(String, String)>> {
+    fn reconfigure_cleaner<'py>(&self, py: Python<'py>, config: Vec<(String, String)>) -> PyResult<Bound<'py, PyDict>> {
         let manager = self.inner.clone();
-        run(py, move || {
+        let props = run(py, move || {
             let pairs: Vec<(&str, &str)> = config.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             manager.reconfigure_cleaner_props(&pairs)?;
             Ok(manager.cleaner_props())
-        })
+        })?;
+        props_dict(py, props)
     }
 
     fn close(&self, py: Python<'_>, broker_epoch: i64) -> PyResult<()> {

@@ -14,15 +14,18 @@ mod fault;
 mod log;
 mod logging;
 mod manager;
+mod records;
+mod results;
 
 use pyo3::prelude::*;
 
-/// Decodes every batch in `data` (bytes holding one or more complete batches) and returns the
-/// records as (offset, timestamp, timestamp_type, key, value, headers, is_control) tuples;
-/// corrupt input raises `CorruptRecordError` naming the position.
+/// Decodes every batch in `data` (bytes holding one or more complete batches) and returns its
+/// records, control records included; corrupt input raises `CorruptRecordError` naming the
+/// position.
 #[pyfunction]
-fn decode_batches(py: Python<'_>, data: pyo3::pybacked::PyBackedBytes) -> PyResult<Vec<decode::OwnedRecord>> {
-    errors::run(py, move || Ok(decode::decode(&data, true, i64::MIN, false)?.records))
+fn decode_batches(py: Python<'_>, data: pyo3::pybacked::PyBackedBytes) -> PyResult<Vec<records::DecodedRecord>> {
+    let decoded = errors::run(py, move || Ok(decode::decode(&data, true, i64::MIN, false)?.records))?;
+    decoded.iter().map(|r| records::DecodedRecord::new(py, r)).collect()
 }
 
 #[pymodule]
@@ -30,7 +33,26 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     logging::install(m.py())?;
     m.add_class::<log::PyUnifiedLog>()?;
     m.add_class::<manager::PyLogManager>()?;
-    m.add_class::<cleaner_status::PyCleanerStatus>()?;
+    m.add_class::<cleaner_status::CleanerStatus>()?;
+    m.add_class::<cleaner_status::CleanOutcome>()?;
+    m.add_class::<cleaner::CleanerStats>()?;
+    m.add_class::<cleaner::CleanPass>()?;
+    m.add_class::<cleaner::CompactResult>()?;
+    m.add_class::<records::AppendInfo>()?;
+    m.add_class::<records::SegmentInfo>()?;
+    m.add_class::<records::ConsumerRecord>()?;
+    m.add_class::<records::ReadResult>()?;
+    m.add_class::<records::TimestampAndOffset>()?;
+    m.add_class::<records::DeletedSegment>()?;
+    m.add_class::<records::RetentionResult>()?;
+    m.add_class::<records::DecodedRecord>()?;
+    m.add_class::<records::EpochEntry>()?;
+    m.add_class::<manager::DirRecoveryProgress>()?;
+    m.add_class::<manager::DirLoadSummary>()?;
+    m.add_class::<manager::LogDirInfo>()?;
+    m.add_class::<arrow::ArrowColumns>()?;
+    m.add_class::<arrow::BinaryBuffers>()?;
+    m.add_class::<logging::LoggingState>()?;
     m.add_class::<buffer::OwnedBuffer>()?;
     m.add_function(wrap_pyfunction!(decode_batches, m)?)?;
     m.add_function(wrap_pyfunction!(batches::build_batch, m)?)?;
@@ -44,9 +66,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fault::crash_after, m)?)?;
     m.add_function(wrap_pyfunction!(fault::clear_faults, m)?)?;
     m.add_function(wrap_pyfunction!(logging::logging_state, m)?)?;
-    m.add_class::<discovery::PyDiscoveredPartition>()?;
-    m.add_class::<discovery::PyLogDirLockProbe>()?;
-    m.add_class::<discovery::PyOnDemandCleanerConfig>()?;
+    m.add_class::<discovery::DiscoveredPartition>()?;
+    m.add_class::<discovery::LogDirLockProbe>()?;
+    m.add_class::<discovery::OnDemandCleanerConfig>()?;
     m.add_function(wrap_pyfunction!(discovery::discover, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::log_dir_partitions, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::probe_log_dir_lock, m)?)?;

@@ -151,7 +151,8 @@ def test_discovered_partitions_are_frozen_ordered_hashable_and_pickle(tmp_path: 
     assert {a0, a1, DiscoveredPartition("a", 0, a0.path, a0.log_dir)} == {a0, a1}
     with pytest.raises(AttributeError):
         a0.topic = "b"  # type: ignore[misc]
-    assert repr(a0) == f'DiscoveredPartition(topic="a", partition=0, path="{a0.path}", log_dir="{tmp_path}")'
+    assert repr(a0) == f"DiscoveredPartition(topic='a', partition=0, path={a0.path!r}, log_dir={str(tmp_path)!r})"
+    assert tuple(a1) == ("a", 1, str(tmp_path / "a-1"), str(tmp_path))
 
 
 # -- the .lock probe --------------------------------------------------------------------------

@@ -48,6 +48,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .._native import DiscoveredPartition, OnDemandCleanerConfig, discover, on_demand_cleaner_config
+from ..cleaner import CleanerStats
 from ..exceptions import InvalidConfigError
 from ..log import UnifiedLog
 from ..testing import maintenance_seam
@@ -61,6 +62,20 @@ _COMMON_HEAD = [("topic", _STR), ("partition", _INT), ("path", _STR)]
 _SIZES = [("bytes_before", _LONG), ("bytes_after", _LONG), ("records_before", _LONG), ("records_after", _LONG)]
 _COMMON_TAIL = [("waited_ms", _DOUBLE), ("duration_ms", _DOUBLE), ("error", _STR)]
 
+#: The CleanerStats counters a compact row reports (the clean's totals).
+COMPACT_STATS_COLUMNS = ("messages_read", "messages_written", "tombstones_removed")
+
+
+def _stats_fields(names: tuple[str, ...]) -> list[tuple[str, tuple[str, Any]]]:
+    """Columns for CleanerStats fields, typed from the class declared once in the engine
+    (``CleanerStats.FIELDS``): an int counter is a long, a float a double."""
+    unknown = [n for n in names if n not in CleanerStats.FIELDS]
+    if unknown:
+        raise AssertionError(f"not CleanerStats fields: {unknown}; its fields are {CleanerStats.FIELDS}")
+    zero = CleanerStats()
+    return [(n, _DOUBLE if isinstance(getattr(zero, n), float) else _LONG) for n in names]
+
+
 _COMPACT_FIELDS = [
     *_COMMON_HEAD,
     *_SIZES,
@@ -68,9 +83,7 @@ _COMPACT_FIELDS = [
     ("first_dirty_offset", _LONG),
     ("cleaned_to_offset", _LONG),
     ("first_uncleanable_offset", _LONG),
-    ("messages_read", _LONG),
-    ("messages_written", _LONG),
-    ("tombstones_removed", _LONG),
+    *_stats_fields(COMPACT_STATS_COLUMNS),
     *_COMMON_TAIL,
 ]
 _RETENTION_FIELDS = [

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from ..exceptions import InvalidRecordError, LogDirLockedError
 from ..log import UnifiedLog
-from ..records import AppendInfo
 from .batch_limits import grouping_size
 from .._native import log_dir_partitions
 from .write_options import WriteOptions
@@ -158,8 +157,7 @@ class TaskSink:
         # rebuild every record once more in Python. Batches are sized to fit max.message.bytes
         # and the segment size (the writer refused every record that cannot fit alone).
         batch_size = grouping_size(self.opts.batch_limit.bytes, self.opts.compression, self.batch_bytes)
-        raw = log._log.append_records(records, self.opts.compression, 0, batch_size, int(time.time() * 1000))
-        info = AppendInfo(**raw)
+        info = log._log.append_records(records, self.opts.compression, 0, batch_size, int(time.time() * 1000))
         seen = self.appended.get(tp)
         if seen is None:
             self.appended[tp] = [info.first_offset, info.last_offset, len(records)]
