@@ -130,7 +130,8 @@ pub fn on_demand_cleaner_config(py: Python<'_>, config: Vec<(String, String)>) -
         let mut broker = LogManagerConfig::default();
         for (key, value) in &config {
             if !ON_DEMAND_CLEANER_KEYS.contains(&key.as_str()) {
-                let rule = format!("not a setting of an on-demand clean (those are {})", ON_DEMAND_CLEANER_KEYS.join(", "));
+                let rule =
+                    format!("not a setting of an on-demand clean (those are {})", ON_DEMAND_CLEANER_KEYS.join(", "));
                 return Err(Error::invalid_config(key, value, rule));
             }
             broker.set(key, value)?;
