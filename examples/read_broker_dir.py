@@ -14,25 +14,22 @@ dependency of kafkalog.
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 import pyarrow as pa
 
 import kafkalog
 
-# Kafka names a partition's directory <topic>-<partition>. Directories being deleted
-# (<topic>-<partition>.<id>-delete) or moved (...-future) do not match.
-PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>\d+)")
-
 
 def read_log_dir(log_dir: Path, topic: str | None = None) -> pa.Table:
     tables = []
-    for path in sorted(log_dir.iterdir()):
-        m = PARTITION_DIR.fullmatch(path.name)
-        if not path.is_dir() or m is None or (topic is not None and m["topic"] != topic):
+    # Kafka names a partition's directory <topic>-<partition>; kafkalog.log_dir_partitions
+    # finds them as the engine does, leaving out directories being deleted
+    # (<topic>-<partition>.<id>-delete), moved (...-future) or no longer assigned (...-stray).
+    for partition in kafkalog.log_dir_partitions(log_dir):
+        if topic is not None and partition.topic != topic:
             continue
-        with kafkalog.UnifiedLog.open(path, read_only=True) as log:
+        with kafkalog.UnifiedLog.open(partition.path, read_only=True) as log:
             tables.append(log.to_arrow())
     return pa.concat_tables(tables) if tables else kafkalog.KAFKA_SCHEMA.empty_table()
 

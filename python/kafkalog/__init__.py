@@ -9,6 +9,15 @@ from __future__ import annotations
 
 from . import batches, checkpoints, cleaner, exceptions
 from ._native import __version__, decode_batches
+from ._native import (
+    DiscoveredPartition,
+    LogDirLockProbe,
+    OnDemandCleanerConfig,
+    discover,
+    log_dir_partitions,
+    on_demand_cleaner_config,
+    probe_log_dir_lock,
+)
 from .arrow import KAFKA_SCHEMA
 from .cleaner import CleanerStats, CleanPass, CompactResult
 from .exceptions import (
@@ -73,4 +82,16 @@ __all__ = [
     "InvalidConfigError",
     "InvalidArgumentError",
     "LogClosedError",
+]
+
+# Partition discovery, the log dir lock probe and the on-demand cleaner's keys, from the engine
+# (the Spark data source and maintenance jobs use them).
+__all__ += [
+    "discover",
+    "log_dir_partitions",
+    "DiscoveredPartition",
+    "probe_log_dir_lock",
+    "LogDirLockProbe",
+    "on_demand_cleaner_config",
+    "OnDemandCleanerConfig",
 ]

@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 from pyspark.storagelevel import StorageLevel
 
+from ._native import log_dir_partitions
 from .demo_report import DemoSummary, Step, Verification, format_summary, read_layout, save_picture, sections
 
 __all__ = ["run", "verify", "main", "DemoSummary", "Step", "Verification", "DemoError", "VerificationError"]
@@ -64,8 +65,10 @@ class _Paths:
         self.logs, self.input, self.state = self.root / "logs", self.root / "input", self.root / "demo-state.json"
 
     def partition_dirs(self) -> list[Path]:
-        found = [p for p in self.logs.glob(f"{TOPIC}-*") if p.name[len(TOPIC) + 1 :].isdigit()]
-        return sorted(found, key=lambda p: int(p.name[len(TOPIC) + 1 :]))
+        """The topic's partition directories (the engine's rule), by partition."""
+        if not self.logs.is_dir():
+            return []
+        return [Path(d.path) for d in log_dir_partitions(self.logs) if d.topic == TOPIC]
 
 
 def _round_dir(paths: _Paths, rnd: dict[str, Any]) -> str:

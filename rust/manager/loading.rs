@@ -23,14 +23,14 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use super::discovery::{log_dir_children, PartitionDirKind};
 use crate::checkpoint::checkpoint_file::read_checkpoint_or_empty;
 use crate::checkpoint::log_dir_files::take_clean_shutdown_marker;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::file_names::{
-    parse_topic_partition_name, with_suffix, TopicPartition, DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX,
-    LOG_DIR_ATOMIC_FILES, LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE, STRAY_DIR_SUFFIX,
-    TMP_FILE_SUFFIX,
+    with_suffix, TopicPartition, LOG_DIR_ATOMIC_FILES, LOG_START_OFFSET_CHECKPOINT_FILE,
+    RECOVERY_POINT_CHECKPOINT_FILE, TMP_FILE_SUFFIX,
 };
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 use crate::log::unified_log::{LogOpenOptions, RecoveryProgressFn, UnifiedLog};
@@ -183,7 +183,8 @@ struct DirPlan {
     had_clean_shutdown: bool,
     recovery_points: HashMap<TopicPartition, i64>,
     log_starts: HashMap<TopicPartition, i64>,
-    children: Vec<(PathBuf, TopicPartition)>,
+    /// Sorted by path.
+    children: Vec<(PathBuf, TopicPartition, PartitionDirKind)>,
 }
 
 fn plan_dir(dir: &Path) -> Result<DirPlan> {
@@ -197,22 +198,17 @@ fn plan_dir(dir: &Path) -> Result<DirPlan> {
     let recovery_points = read_checkpoint_or_empty(dir, RECOVERY_POINT_CHECKPOINT_FILE);
     let log_starts = read_checkpoint_or_empty(dir, LOG_START_OFFSET_CHECKPOINT_FILE);
     let mut children = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))? {
-        let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;
-        let path = entry.path();
-        if !entry.file_type().map_err(|e| Error::io(&path, "stat", e))?.is_dir() {
+    for child in log_dir_children(dir)? {
+        // kafkalog's loading has never followed a symbolic link to a partition (Kafka does).
+        if child.symlink || child.name() == REMOTE_INDEX_CACHE_DIR {
             continue;
         }
-        if entry.file_name() == REMOTE_INDEX_CACHE_DIR {
-            continue;
-        }
-        let tp = parse_topic_partition_name(&path)?;
+        let tp = child.topic_partition?;
         if tp.topic == SKIPPED_TOPIC {
             continue;
         }
-        children.push((path, tp));
+        children.push((child.path, tp, child.kind));
     }
-    children.sort();
     Ok(DirPlan { had_clean_shutdown, recovery_points, log_starts, children })
 }
 
@@ -255,7 +251,7 @@ fn load_dir(
             let name = format!("log-recovery-{}-{thread}", dir.display());
             let work = move || loop {
                 let i = next.fetch_add(1, Ordering::AcqRel);
-                let Some((path, tp)) = plan.children.get(i) else { break };
+                let Some((path, tp, kind)) = plan.children.get(i) else { break };
                 if out.lock().2.is_some() {
                     break;
                 }
@@ -276,7 +272,7 @@ fn load_dir(
                         }
                     });
                 };
-                let loaded = load_partition(path, tp, plan, ctx, on_segments.clone(), &waiting);
+                let loaded = load_partition(path, tp, *kind, plan, ctx, on_segments.clone(), &waiting);
                 // A failed load leaves no segments to recover in this thread either.
                 (on_segments.0)(0);
                 let mut o = out.lock();
@@ -324,18 +320,19 @@ fn load_dir(
 fn load_partition(
     path: &Path,
     tp: &TopicPartition,
+    kind: PartitionDirKind,
     plan: &DirPlan,
     ctx: &LoadContext<'_>,
     progress: RecoveryProgressFn,
     waiting: &dyn Fn(bool),
 ) -> Result<(LoadedDir, Option<crate::log::unified_log::LoadResult>)> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    if name.ends_with(DELETE_DIR_SUFFIX) {
-        return Ok((LoadedDir::Delete(path.to_path_buf()), None));
-    }
-    if name.ends_with(STRAY_DIR_SUFFIX) {
-        log::warn!("found stray log {}; it is kept but not served", path.display());
-        return Ok((LoadedDir::Stray(path.to_path_buf()), None));
+    match kind {
+        PartitionDirKind::Delete => return Ok((LoadedDir::Delete(path.to_path_buf()), None)),
+        PartitionDirKind::Stray => {
+            log::warn!("found stray log {}; it is kept but not served", path.display());
+            return Ok((LoadedDir::Stray(path.to_path_buf()), None));
+        }
+        PartitionDirKind::Current | PartitionDirKind::Future => {}
     }
     let config = ctx.topic_configs.get(&tp.topic).unwrap_or(ctx.default_config).clone();
     let options = LogOpenOptions {
@@ -359,7 +356,7 @@ fn load_partition(
         log.log_end_offset(),
         started.elapsed().as_millis()
     );
-    let item = if name.ends_with(FUTURE_DIR_SUFFIX) { LoadedDir::Future(log) } else { LoadedDir::Current(log) };
+    let item = if kind == PartitionDirKind::Future { LoadedDir::Future(log) } else { LoadedDir::Current(log) };
     Ok((item, Some(load)))
 }
 

@@ -8,6 +8,7 @@ mod checkpoints;
 mod cleaner;
 mod cleaner_status;
 mod decode;
+mod discovery;
 mod errors;
 mod fault;
 mod log;
@@ -65,6 +66,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fault::crash_after, m)?)?;
     m.add_function(wrap_pyfunction!(fault::clear_faults, m)?)?;
     m.add_function(wrap_pyfunction!(logging::logging_state, m)?)?;
+    m.add_class::<discovery::DiscoveredPartition>()?;
+    m.add_class::<discovery::LogDirLockProbe>()?;
+    m.add_class::<discovery::OnDemandCleanerConfig>()?;
+    m.add_function(wrap_pyfunction!(discovery::discover, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::log_dir_partitions, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::probe_log_dir_lock, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::on_demand_cleaner_config, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

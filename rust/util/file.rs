@@ -141,6 +141,42 @@ impl FileLock {
         }
         Ok(FileLock { _file: file })
     }
+
+    /// Tests whether another open file holds a lock on `path` that [`FileLock::try_lock`] would
+    /// conflict with (`fcntl(F_OFD_GETLK)`), without taking one and without creating the file.
+    /// A missing file is free.
+    pub fn probe(path: &Path) -> Result<LockState> {
+        use std::os::fd::AsRawFd;
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockState::Free),
+            Err(e) => return Err(Error::io(path, "open lock file", e)),
+        };
+        // SAFETY: `flock` is a plain C struct for which all-zero bytes are a valid value.
+        let mut request: libc::flock = unsafe { std::mem::zeroed() };
+        request.l_type = libc::F_WRLCK as libc::c_short;
+        request.l_whence = libc::SEEK_SET as libc::c_short;
+        // SAFETY: fcntl reads and overwrites the `flock` struct we own for the duration of the
+        // call, on a file descriptor owned by `file`, which outlives the call.
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &raw mut request) };
+        if rc != 0 {
+            return Err(Error::io(path, "test lock", std::io::Error::last_os_error()));
+        }
+        if request.l_type == libc::F_UNLCK as libc::c_short {
+            return Ok(LockState::Free);
+        }
+        Ok(LockState::Held { pid: u32::try_from(request.l_pid).ok().filter(|pid| *pid > 0) })
+    }
+}
+
+/// What [`FileLock::probe`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockState {
+    /// Nobody holds a conflicting lock.
+    Free,
+    /// Another open file holds one; `pid` is its process when the lock names it (a
+    /// process-owned POSIX lock, as a Kafka broker's; open-file-description locks name none).
+    Held { pid: Option<u32> },
 }
 
 /// Renames `from` to `to` (through the fault-injection seam), naming `from` on error.

@@ -13,13 +13,18 @@ use std::path::Path;
 /// A description of the process holding a lock on `path` ("process 1234 (python -m app)",
 /// "this process (pid 1234)"), or `None` when it cannot be told.
 pub fn describe(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    let key = format!("{:02x}:{:02x}:{}", libc_major(meta.dev()), libc_minor(meta.dev()), meta.ino());
-    let pid = pid_from_proc_locks(&key).or_else(|| pid_from_fdinfo(&meta))?;
-    Some(describe_pid(pid))
+    holder_pid(path).map(describe_pid)
 }
 
-fn describe_pid(pid: u32) -> String {
+/// The process holding a lock on `path`, or `None` when it cannot be told.
+pub fn holder_pid(path: &Path) -> Option<u32> {
+    let meta = std::fs::metadata(path).ok()?;
+    let key = format!("{:02x}:{:02x}:{}", libc_major(meta.dev()), libc_minor(meta.dev()), meta.ino());
+    pid_from_proc_locks(&key).or_else(|| pid_from_fdinfo(&meta))
+}
+
+/// `pid` as [`describe`] names it: "this process (pid 1234)" or "process 1234 (its command)".
+pub fn describe_pid(pid: u32) -> String {
     if pid == std::process::id() {
         return format!("this process (pid {pid})");
     }

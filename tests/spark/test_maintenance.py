@@ -363,3 +363,17 @@ def test_bad_arguments_are_named(spark, one_partition, job, kwargs, error, words
 def test_not_a_spark_session_is_named(one_partition):
     with pytest.raises(TypeError, match="spark must be a SparkSession"):
         compact("local[2]", one_partition)
+
+
+def test_a_folder_of_log_dirs_named_like_partitions_is_not_taken_for_partitions(spark, tmp_path):
+    """A data folder holding log dirs named ``<name>-<n>``: they hold partition dirs and no
+    segments, so they are log dirs (the engine's rule, kafkalog.discover), not partitions to
+    open and write into."""
+    for log_dir in ("logs-1", "logs-2"):
+        write_keyed(tmp_path / log_dir / "users-0", seed=1, codec="none", batches=2)
+    before = tree_hashes(tmp_path)
+    with pytest.raises(ValueError, match=r"path: .* holds no partition directories"):
+        compact(spark, tmp_path, config=CONFIG)
+    with pytest.raises(ValueError, match=r"path: .* holds no partition directories"):
+        run_retention(spark, tmp_path)
+    assert tree_hashes(tmp_path) == before

@@ -1,80 +1,38 @@
-"""Finding the partition directories (``<topic>-<partition>``) a ``path`` option names: a
-partition directory itself, several comma-separated, or a parent folder holding them (a log
-dir as Kafka or a kafkalog LogManager keeps it). Kafka's renamed directories (``-delete``,
-``-future``, ``-stray``) are never picked up. No pyspark import; runs on the driver.
+"""The partition directories a read's ``path`` option names: a partition directory itself,
+several comma-separated, or a parent folder holding them (a log dir as Kafka or a kafkalog
+LogManager keeps it). Which directories are partitions is the engine's rule
+(:func:`kafkalog.discover`: Kafka's ``<topic>-<partition>`` names; renamed ``-delete``,
+``-future`` and ``-stray`` directories are never picked up); this module adds the options'
+rules on top. No pyspark import; runs on the driver.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass
 
+from .._native import DiscoveredPartition, discover
 from ..exceptions import InvalidOptionError
 from .options import Subscription
 
-__all__ = ["PARTITION_DIR", "TopicPartitionDir", "is_partition_dir", "parse_partition_dir", "partition_dirs_under", "find_partitions"]
-
-#: `<topic>-<partition>`: Kafka's topic characters (legal names are checked by Kafka at
-#: creation; here they only tell partition dirs from other folders). `-delete`, `-stray` and
-#: `-future` dirs (`<topic>-<partition>.<uuid>-delete`) do not match, so they are never touched.
-PARTITION_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]{1,249})-(?P<partition>0|[1-9][0-9]{0,9})$")
+__all__ = ["find_partitions"]
 
 
-@dataclass(frozen=True, order=True)
-class TopicPartitionDir:
-    """One partition's log directory (Kafka's TopicPartition plus where it lives)."""
-
-    topic: str
-    partition: int
-    path: str
-
-
-def parse_partition_dir(path: str) -> tuple[str, int] | None:
-    """The (topic, partition) a partition dir's name gives, None for any other name."""
-    m = PARTITION_DIR.match(os.path.basename(os.path.normpath(path)))
-    return (m["topic"], int(m["partition"])) if m else None
-
-
-def is_partition_dir(path: str) -> bool:
-    """A directory named ``<topic>-<N>`` holding a segment (``*.log``) or ``partition.metadata``;
-    a log dir's parent folder holds neither."""
-    if parse_partition_dir(path) is None or not os.path.isdir(path):
-        return False
-    with os.scandir(path) as it:
-        return any(e.name.endswith(".log") or e.name == "partition.metadata" for e in it)
-
-
-def partition_dirs_under(parent: str) -> list[TopicPartitionDir]:
-    """The partition directories directly inside ``parent``."""
-    out = []
-    with os.scandir(parent) as it:
-        for entry in it:
-            tp = parse_partition_dir(entry.name)
-            if tp is not None and entry.is_dir() and is_partition_dir(entry.path):
-                out.append(TopicPartitionDir(tp[0], tp[1], entry.path))
-    return out
-
-
-def find_partitions(paths: tuple[str, ...], subscription: Subscription) -> list[TopicPartitionDir]:
+def find_partitions(paths: tuple[str, ...], subscription: Subscription) -> list[DiscoveredPartition]:
     """The partitions ``path`` and the subscription select, sorted by (topic, partition).
 
     A parent folder needs ``subscribe`` / ``subscribePattern`` / ``assign``, as Spark's Kafka
     source needs one of them; partition directories named directly may go without. A
     partition found twice, or an assigned partition not found, is an error naming the option."""
     raw_path = ",".join(paths)
-    found: dict[tuple[str, int], TopicPartitionDir] = {}
+    found: dict[tuple[str, int], DiscoveredPartition] = {}
     saw_parent = False
     for path in paths:
         if not os.path.isdir(path):
             raise InvalidOptionError("path", raw_path, f"{path!r} is not a directory")
-        if is_partition_dir(path):
-            tp = parse_partition_dir(path)
-            assert tp is not None
-            candidates = [TopicPartitionDir(tp[0], tp[1], path)]
-        else:
+        candidates = discover(path)
+        # Only a partition directory named directly comes back as the path given.
+        if not any(c.path == path for c in candidates):
             saw_parent = True
-            candidates = partition_dirs_under(path)
         for c in candidates:
             other = found.get((c.topic, c.partition))
             if other is not None and os.path.realpath(other.path) != os.path.realpath(c.path):

@@ -18,9 +18,14 @@ Locks, and why two cleans never meet on one partition:
   close; every task opens its partition writable, so a second clean (another job, a speculative
   task copy, a ``UnifiedLog`` opened elsewhere) is refused with ``LogDirLockedError``.
 * A ``LogManager`` (or a Kafka broker) holds a ``fcntl`` lock on its log dir's ``.lock`` file,
-  and its logs hold their partition ``flock``. A task checks the parent dir's ``.lock`` without
-  taking it (``F_OFD_GETLK``), so a partition of a running manager is refused with a message
-  saying so even in the instant before the manager has loaded it.
+  and its logs hold their partition ``flock``. A task checks the log dir's ``.lock`` without
+  taking it (the engine's probe, :func:`kafkalog.probe_log_dir_lock`), so a partition of a
+  running manager is refused with a message saying so even in the instant before the manager
+  has loaded it.
+
+Which directories are partitions is the engine's rule (:func:`kafkalog.discover`), and the
+cleaner's broker keys are read by the engine's key table
+(:func:`kafkalog.on_demand_cleaner_config`).
 
 With ``wait=True`` a task waits (polling, up to ``wait_timeout`` seconds; None = forever) until
 both locks are free instead of failing.
@@ -34,7 +39,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict
@@ -43,10 +47,12 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from .._native import DiscoveredPartition, OnDemandCleanerConfig, discover, on_demand_cleaner_config
 from ..cleaner import CleanerStats
+from ..exceptions import InvalidConfigError
 from ..log import UnifiedLog
 from ..testing import maintenance_seam
-from .maintenance_tasks import PARTITION_DIR, MaintenanceJob, run_one, topic_partition
+from .maintenance_tasks import MaintenanceJob, run_one
 
 __all__ = ["compact", "run_retention", "COMPACT_SCHEMA", "RETENTION_SCHEMA"]
 
@@ -111,17 +117,6 @@ COMPACT_SCHEMA = _ddl(_COMPACT_FIELDS)
 #: segments whose timestamps lie in the future.
 RETENTION_SCHEMA = _ddl(_RETENTION_FIELDS)
 
-# The native cleaner's sizes, by their broker key (per task: Kafka divides the dedupe buffer
-# between its cleaner threads, here every task has its own).
-_CLEANER_KEYS: dict[str, tuple[str, type]] = {
-    "log.cleaner.dedupe.buffer.size": ("dedupe_buffer_size", int),
-    "log.cleaner.io.buffer.load.factor": ("load_factor", float),
-    "log.cleaner.io.buffer.size": ("io_buffer_size", int),
-    "log.cleaner.io.max.bytes.per.second": ("max_io_bytes_per_second", float),
-}
-
-_SEGMENT_FILE = re.compile(r"^[0-9]{20}\.log$")
-
 
 # -- arguments (driver) ---------------------------------------------------------------------
 
@@ -143,50 +138,32 @@ def _split_paths(path: Any) -> list[str]:
     return parts
 
 
-def _is_partition_dir(path: str) -> bool:
-    if not PARTITION_DIR.match(os.path.basename(os.path.normpath(path))):
-        return False
-    with os.scandir(path) as entries:
-        names = [(e.name, e.is_dir()) for e in entries]
-    if any(_SEGMENT_FILE.match(n) for n, is_dir in names if not is_dir):
-        return True
-    # A folder named like a partition that holds partition dirs is a log dir (e.g. "data-1").
-    return not any(is_dir and PARTITION_DIR.match(n) for n, is_dir in names)
-
-
-def _discover(path: Any) -> list[str]:
-    """The partition dirs named by ``path``: partition dirs themselves, or the partition dirs
-    inside the parent folders given. Absolute paths, each directory once (symlinks resolved
-    to compare, kept in the result: the name says the topic-partition, the parent is the log
-    dir whose ``.lock`` counts)."""
-    found: list[str] = []
+def _discover(path: Any) -> list[DiscoveredPartition]:
+    """The partition dirs named by ``path`` (the engine's rule, :func:`kafkalog.discover`):
+    partition dirs themselves, or the partition dirs inside the parent folders given. Absolute
+    paths, each directory once (symlinks resolved to compare, kept in the result: the name says
+    the topic-partition, the parent is the log dir whose ``.lock`` counts)."""
+    found: list[DiscoveredPartition] = []
     for entry in _split_paths(path):
         if not os.path.isdir(entry):
             raise ValueError(f"path: {entry!r} is not a directory" + ("" if os.path.exists(entry) else " (it does not exist)"))
-        if _is_partition_dir(entry):
-            found.append(entry)
-            continue
-        children = sorted(
-            os.path.join(entry, e.name)
-            for e in os.scandir(entry)
-            if e.is_dir() and PARTITION_DIR.match(e.name)
-        )
+        children = discover(entry)
         if not children:
             raise ValueError(f"path: {entry!r} holds no partition directories (named <topic>-<partition>)")
         found.extend(children)
     seen: set[str] = set()
     out = []
-    for p in found:
-        real = os.path.realpath(p)
+    for d in found:
+        real = os.path.realpath(d.path)
         if real not in seen:
             seen.add(real)
-            out.append(os.path.abspath(p))
+            out.append(DiscoveredPartition(d.topic, d.partition, os.path.abspath(d.path), os.path.abspath(d.log_dir)))
     return out
 
 
-def _filter_topics(paths: list[str], topics: Any, path_arg: Any) -> list[str]:
+def _filter_topics(partitions: list[DiscoveredPartition], topics: Any, path_arg: Any) -> list[DiscoveredPartition]:
     if topics is None:
-        return paths
+        return partitions
     if isinstance(topics, Iterable) and not isinstance(topics, str):
         topics = list(topics)
     if isinstance(topics, str):
@@ -197,14 +174,14 @@ def _filter_topics(paths: list[str], topics: Any, path_arg: Any) -> list[str]:
         raise TypeError(f"topics must be a str (a comma list) or a list of str, not {topics!r}")
     if not wanted:
         raise ValueError(f"topics: no topic given ({topics!r}); pass None for every topic")
-    present = {topic_partition(p)[0] for p in paths}
+    present = {d.topic for d in partitions}
     missing = [t for t in wanted if t not in present]
     if missing:
         raise ValueError(
             f"topics: no partition directory of {', '.join(repr(t) for t in missing)} under path {path_arg!r} "
             f"(topics found: {', '.join(sorted(present)) or 'none'})"
         )
-    return [p for p in paths if topic_partition(p)[0] in wanted]
+    return [d for d in partitions if d.topic in wanted]
 
 
 def _config_value(value: Any) -> str:
@@ -222,23 +199,17 @@ def _split_config(config: Any, op: str) -> tuple[dict[str, str], dict[str, Any]]
     if not isinstance(config, Mapping):
         raise TypeError(f"config must be a mapping of Kafka config keys to values, not {config!r}")
     topic: dict[str, str] = {}
-    cleaner: dict[str, Any] = {}
+    cleaner_keys: list[tuple[str, str]] = []
     for key, value in config.items():
         if not isinstance(key, str):
             raise TypeError(f"config: keys must be Kafka config names (str), not {key!r}")
-        if key in _CLEANER_KEYS:
+        if key in OnDemandCleanerConfig.KEYS:
             if op != "compact":
                 raise ValueError(f"config: {key} is a log cleaner setting; run_retention does not clean")
-            name, kind = _CLEANER_KEYS[key]
-            try:
-                number = kind(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"config: invalid value {value!r} for {key}: must be a number") from None
-            if number <= 0 or (name == "load_factor" and number > 1):
-                raise ValueError(f"config: invalid value {value!r} for {key}: out of range")
-            cleaner[name] = number
+            cleaner_keys.append((key, _config_value(value)))
         else:
             topic[key] = _config_value(value)
+    cleaner = _cleaner_sizes(cleaner_keys)
     if op == "compact":
         policy = topic.setdefault("cleanup.policy", "compact")
         if "compact" not in [p.strip() for p in policy.split(",")]:
@@ -254,6 +225,24 @@ def _split_config(config: Any, op: str) -> tuple[dict[str, str], dict[str, Any]]
         except ValueError as e:  # InvalidConfigError names the key and value
             raise ValueError(f"config: {e}") from None
     return topic, cleaner
+
+
+def _cleaner_sizes(keys: list[tuple[str, str]]) -> dict[str, Any]:
+    """The native cleaner's sizes (``compact_now``'s arguments) from their broker keys, read by
+    the engine's key table; per task (Kafka divides the dedupe buffer between its cleaner
+    threads, here every task has its own). Empty when no key is given."""
+    if not keys:
+        return {}
+    try:
+        sizes = on_demand_cleaner_config(keys)
+    except InvalidConfigError as e:  # names the key, the value and the rule
+        raise ValueError(f"config: {e}") from None
+    return {
+        "dedupe_buffer_size": sizes.dedupe_buffer_size,
+        "load_factor": sizes.load_factor,
+        "io_buffer_size": sizes.io_buffer_size,
+        "max_io_bytes_per_second": sizes.max_io_bytes_per_second,
+    }
 
 
 def _check_common(spark: Any, wait: Any, wait_timeout: Any) -> None:
@@ -307,9 +296,9 @@ def compact(
     if time_ms is not None and (isinstance(time_ms, bool) or not isinstance(time_ms, int) or time_ms < 0):
         raise ValueError(f"time_ms must be None or a timestamp in ms >= 0, not {time_ms!r}")
     topic_config, cleaner = _split_config(config, "compact")
-    paths = _filter_topics(_discover(path), topics, path)
+    partitions = _filter_topics(_discover(path), topics, path)
     job = MaintenanceJob(
-        "compact", paths, topic_config, cleaner, wait, wait_timeout, roll=roll, time_ms=time_ms, test_seam=maintenance_seam()
+        "compact", _job_partitions(partitions), topic_config, cleaner, wait, wait_timeout, roll=roll, time_ms=time_ms, test_seam=maintenance_seam()
     )
     return _run_job(spark, job, _COMPACT_FIELDS)
 
@@ -339,12 +328,16 @@ def run_retention(
     if not isinstance(cap_future_timestamps, bool):
         raise TypeError(f"cap_future_timestamps must be True or False, not {cap_future_timestamps!r}")
     topic_config, _ = _split_config(config, "retention")
-    paths = _filter_topics(_discover(path), topics, path)
+    partitions = _filter_topics(_discover(path), topics, path)
     job = MaintenanceJob(
-        "retention", paths, topic_config, wait=wait, wait_timeout=wait_timeout,
+        "retention", _job_partitions(partitions), topic_config, wait=wait, wait_timeout=wait_timeout,
         cap_future_timestamps=cap_future_timestamps, test_seam=maintenance_seam(),
     )
     return _run_job(spark, job, _RETENTION_FIELDS)
+
+
+def _job_partitions(partitions: list[DiscoveredPartition]) -> list[tuple[str, int, str, str]]:
+    return [(d.topic, d.partition, d.path, d.log_dir) for d in partitions]
 
 
 def _run_job(spark: Any, job: MaintenanceJob, fields: list[tuple[str, tuple[str, Any]]]) -> Any:
@@ -382,10 +375,10 @@ class _MaintenanceReader(DataSourceReader):
         self.job = job
 
     def partitions(self) -> list[InputPartition]:
-        return [InputPartition(i) for i in range(len(json.loads(self.job)["paths"]))]
+        return [InputPartition(i) for i in range(len(json.loads(self.job)["partitions"]))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         # Runs on an executor: one partition's clean or retention, reported as one row.
         job = MaintenanceJob(**json.loads(self.job))
-        row = run_one(job, job.paths[partition.value])
+        row = run_one(job, job.partitions[partition.value])
         yield pa.RecordBatch.from_pylist([row], schema=_arrow(_fields(job.op)))

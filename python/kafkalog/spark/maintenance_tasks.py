@@ -8,23 +8,17 @@ from __future__ import annotations
 
 import errno
 import os
-import struct
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._native import probe_log_dir_lock
 from ..exceptions import KafkaLogIOError, LogDirLockedError
 from ..log import UnifiedLog
-from .discovery import PARTITION_DIR, parse_partition_dir
 
-__all__ = ["MaintenanceJob", "PARTITION_DIR", "run_one", "topic_partition"]
-
-def topic_partition(path: str) -> tuple[str, int]:
-    """The topic and partition of a partition dir (its name was checked at discovery)."""
-    tp = parse_partition_dir(path)
-    assert tp is not None, path
-    return tp
+__all__ = ["MaintenanceJob", "run_one"]
 
 
 @dataclass(frozen=True)
@@ -32,7 +26,8 @@ class MaintenanceJob:
     """Everything a task needs; pickled to the executors (strings and numbers only)."""
 
     op: str
-    paths: list[str]
+    #: One entry per task: (topic, partition, partition dir, log dir), as discovery found them.
+    partitions: list[tuple[str, int, str, str]]
     config: dict[str, str]
     cleaner: dict[str, Any] = field(default_factory=dict)
     wait: bool = False
@@ -61,15 +56,15 @@ class _Points:
             seam_point(self.spec, f"{self.prefix}.{stage}.{self.name}", self.who)
 
 
-def run_one(job: MaintenanceJob, path: str) -> dict[str, Any]:
-    topic, partition = topic_partition(path)
+def run_one(job: MaintenanceJob, partition_entry: Sequence[Any]) -> dict[str, Any]:
+    topic, partition, path, log_dir = partition_entry
     row: dict[str, Any] = {"topic": topic, "partition": partition, "path": path}
     point = _Points(job, path)
     asked = time.monotonic()
     opened = None
     log = None
     try:
-        log = _open_when_free(job, path, point)
+        log = _open_when_free(job, path, log_dir, point)
         opened = time.monotonic()
         row["waited_ms"] = (opened - asked) * 1000.0
         point("opened")
@@ -128,7 +123,7 @@ def _retention_one(job: MaintenanceJob, log: UnifiedLog, row: dict[str, Any]) ->
 # -- locks ------------------------------------------------------------------------------------
 
 
-def _open_when_free(job: MaintenanceJob, path: str, point: _Points) -> UnifiedLog:
+def _open_when_free(job: MaintenanceJob, path: str, log_dir: str, point: _Points) -> UnifiedLog:
     """Opens the partition writable (taking its flock) once neither a LogManager / Kafka broker
     on its log dir nor another writer holds it; raises LogDirLockedError at once unless
     ``job.wait``. Never creates the partition dir: one deleted since the job found it (by
@@ -138,7 +133,7 @@ def _open_when_free(job: MaintenanceJob, path: str, point: _Points) -> UnifiedLo
     waiting = False
     point("open")
     while True:
-        reason = _manager_lock_reason(path)
+        reason = _manager_lock_reason(path, log_dir)
         if reason is None:
             try:
                 return UnifiedLog.open(path, job.config, create=False)
@@ -162,31 +157,11 @@ def _open_when_free(job: MaintenanceJob, path: str, point: _Points) -> UnifiedLo
         delay = min(delay * 2, 1.0)
 
 
-# struct flock on Linux (x86_64, aarch64): short l_type, short l_whence, off_t l_start,
-# off_t l_len, pid_t l_pid, padded to 32 bytes.
-_FLOCK = struct.Struct("=hhxxxxqqixxxx")
-
-
-def _manager_lock_reason(path: str) -> str | None:
+def _manager_lock_reason(path: str, log_dir: str) -> str | None:
     """Why the partition's log dir is in use by a LogManager or a Kafka broker (they hold an
-    exclusive fcntl lock on ``<log dir>/.lock``), or None. Only tests for the lock (F_OFD_GETLK),
-    never takes it, never creates the file."""
-    try:
-        import fcntl
-
-        getlk = fcntl.F_OFD_GETLK
-    except (ImportError, AttributeError):  # not Linux: the partition flock still protects
+    exclusive lock on ``<log dir>/.lock``), or None. The engine's probe: only tests for the
+    lock, never takes it, never creates the file."""
+    probe = probe_log_dir_lock(log_dir)
+    if not probe.held:
         return None
-    lock_file = os.path.join(os.path.dirname(path), ".lock")
-    try:
-        fd = os.open(lock_file, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    try:
-        request = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
-        l_type = _FLOCK.unpack(fcntl.fcntl(fd, getlk, request))[0]
-    finally:
-        os.close(fd)
-    if l_type == fcntl.F_UNLCK:
-        return None
-    return f"{path} belongs to a running LogManager or Kafka broker (it holds {lock_file})"
+    return f"{path} belongs to a running LogManager or Kafka broker (it holds {probe.lock_file})"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..exceptions import DataLossError, InvalidOptionError
 from ..log import UnifiedLog
-from .discovery import TopicPartitionDir
+from .._native import DiscoveredPartition
 from .options import EARLIEST, LATEST, OffsetSpec
 
 __all__ = ["OffsetRange", "open_read_only", "resolve_offset", "check_range", "check_isolation", "split_ranges", "check_spec_partitions"]
@@ -57,7 +57,7 @@ def check_isolation(log: UnifiedLog, isolation: str) -> None:
         raise InvalidOptionError("kafka.isolation.level", isolation, str(e)) from None
 
 
-def check_spec_partitions(spec: OffsetSpec, selected: list[TopicPartitionDir]) -> None:
+def check_spec_partitions(spec: OffsetSpec, selected: list[DiscoveredPartition]) -> None:
     """Per-partition JSON must name exactly the partitions read, in batch and streaming queries
     alike (Spark's Kafka source: "If startingOffsets contains specific offsets, you must specify
     all TopicPartitions")."""

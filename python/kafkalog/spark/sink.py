@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ..exceptions import InvalidRecordError, LogDirLockedError
 from ..log import UnifiedLog
 from .batch_limits import grouping_size
-from .discovery import partition_dirs_under
+from .._native import log_dir_partitions
 from .write_options import WriteOptions
 
 __all__ = ["PartitionAppend", "TaskSink"]
@@ -77,7 +77,7 @@ def existing_partitions(opts: WriteOptions, topic: str) -> dict[int, str]:
     found: dict[int, str] = {}
     for parent in opts.parents:
         if os.path.isdir(parent):
-            for d in partition_dirs_under(parent):
+            for d in log_dir_partitions(parent):
                 if d.topic == topic:
                     found[d.partition] = d.path
     return found

@@ -25,7 +25,8 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from ..exceptions import DataLossError
-from .discovery import TopicPartitionDir, find_partitions
+from .._native import DiscoveredPartition
+from .discovery import find_partitions
 from .offsets import OffsetRange, check_isolation, check_range, check_spec_partitions, open_read_only, resolve_offset, split_ranges
 from .options import ReadOptions
 from .reader import KafkaLogInputPartition, read_partition, to_input_partitions
@@ -77,7 +78,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- offsets (driver) ---------------------------------------------------------------------
 
-    def _dirs(self) -> list[TopicPartitionDir]:
+    def _dirs(self) -> list[DiscoveredPartition]:
         return find_partitions(self.opts.paths, self.opts.subscription)
 
     def _latest(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
