@@ -829,6 +829,7 @@ __all__ += [
     "probe_log_dir_lock",
     "OnDemandCleanerConfig",
     "on_demand_cleaner_config",
+    "validate_topic_config",
 ]
 
 @final
@@ -908,3 +909,7 @@ class OnDemandCleanerConfig:
 def on_demand_cleaner_config(config: list[tuple[str, str]]) -> OnDemandCleanerConfig:
     """The sizes of an on-demand clean from Kafka's broker keys (``OnDemandCleanerConfig.KEYS``),
     checked by the engine's key table and the compactor; InvalidConfigError names a bad key or value."""
+
+def validate_topic_config(config: list[tuple[str, str]]) -> None:
+    """Checks topic configs with the engine's topic table, without opening a log;
+    InvalidConfigError names a bad key or value, as ``UnifiedLog.open`` would."""

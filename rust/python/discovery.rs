@@ -14,7 +14,7 @@ use super::errors::{run, to_py_err};
 use super::records::path_str;
 use super::results::py_result;
 use crate::cleaner::compactor::check_sizes;
-use crate::config::LogManagerConfig;
+use crate::config::{LogConfig, LogManagerConfig};
 use crate::error::Error;
 use crate::manager::discovery::{self, DiscoveredPartition as Found};
 
@@ -146,4 +146,13 @@ pub fn on_demand_cleaner_config(py: Python<'_>, config: Vec<(String, String)>) -
         })
     };
     parse().map_err(|e| to_py_err(py, e))
+}
+
+/// Checks topic configs (Kafka's `LogConfig.validate`) without opening a log: each key must be a
+/// topic config and each value in its range. `InvalidConfigError` naming the key, the value and
+/// the rule, exactly as `UnifiedLog.open` would raise it.
+#[pyfunction]
+#[allow(clippy::needless_pass_by_value)]
+pub fn validate_topic_config(py: Python<'_>, config: Vec<(String, String)>) -> PyResult<()> {
+    LogConfig::from_props(config.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map(drop).map_err(|e| to_py_err(py, e))
 }

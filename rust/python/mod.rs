@@ -73,6 +73,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(discovery::log_dir_partitions, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::probe_log_dir_lock, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::on_demand_cleaner_config, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::validate_topic_config, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import kafkalog
-from kafkalog import DiscoveredPartition, LogManager, discover, log_dir_partitions, on_demand_cleaner_config, probe_log_dir_lock
+from kafkalog import DiscoveredPartition, LogManager, _native, discover, log_dir_partitions, on_demand_cleaner_config, probe_log_dir_lock
 from kafkalog.exceptions import InvalidConfigError, KafkaLogIOError
 
 UUID = "0123456789abcdef0123456789abcdef"
@@ -286,3 +286,16 @@ def test_the_cleaner_sizes_are_what_compact_now_takes(tmp_path: Path) -> None:
             max_io_bytes_per_second=c.max_io_bytes_per_second,
         )
         assert result.stats.messages_read == 2 and result.stats.messages_written == 1
+
+
+def test_topic_configs_are_checked_by_the_engine_table_without_a_log(tmp_path: Path) -> None:
+    """validate_topic_config is the check UnifiedLog.open makes, with nothing on disk."""
+    _native.validate_topic_config([("cleanup.policy", "compact"), ("segment.bytes", "1048576")])
+    for key, value in [("segment.bytes", "10"), ("cleanup.policy", "shred"), ("no.such.key", "1")]:
+        with pytest.raises(InvalidConfigError) as checked:
+            _native.validate_topic_config([(key, value)])
+        assert key in str(checked.value)
+        with pytest.raises(InvalidConfigError) as opened:
+            kafkalog.UnifiedLog.open(tmp_path / "t-0", {key: value})
+        assert str(checked.value) == str(opened.value)
+    assert list(tmp_path.iterdir()) == []

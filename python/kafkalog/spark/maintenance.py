@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict
 from typing import Any
@@ -47,10 +46,16 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from .._native import DiscoveredPartition, OnDemandCleanerConfig, discover, on_demand_cleaner_config
+from .._native import (
+    DiscoveredPartition,
+    OnDemandCleanerConfig,
+    discover,
+    on_demand_cleaner_config,
+    validate_topic_config,
+)
 from ..cleaner import CleanerStats
 from ..exceptions import InvalidConfigError
-from ..log import UnifiedLog
+from ..log import _config_pairs
 from ..testing import maintenance_seam
 from .maintenance_tasks import MaintenanceJob, run_one
 
@@ -217,13 +222,12 @@ def _split_config(config: Any, op: str) -> tuple[dict[str, str], dict[str, Any]]
                 f"config: cleanup.policy={policy!r} does not include compact; compacting would drop records "
                 "the topic keeps (leave cleanup.policy out, or include compact)"
             )
-    # The engine validates topic configs when a log opens: open a throwaway one here, so a bad
-    # key or value fails the call, naming it, before any task runs.
-    with tempfile.TemporaryDirectory(prefix="kafkalog-config-check-") as tmp:
-        try:
-            UnifiedLog.open(os.path.join(tmp, "config-0"), topic).close()
-        except ValueError as e:  # InvalidConfigError names the key and value
-            raise ValueError(f"config: {e}") from None
+    # The engine's topic table checks every key and value now, so a bad one fails the call,
+    # naming it, before any task runs.
+    try:
+        validate_topic_config(_config_pairs(topic))
+    except ValueError as e:  # InvalidConfigError names the key and value
+        raise ValueError(f"config: {e}") from None
     return topic, cleaner
 
 
