@@ -19,8 +19,8 @@ use kafkalog::manager::log_manager::{LogManager, LogManagerOptions};
 use kafkalog::util::clock::ManualClock;
 use kafkalog::LogManagerConfig;
 
+use crate::common::cleaner_manager::{base, compact, file_checkpoints, fill, grab, tp, wait_until, Env, HOUR};
 use crate::common::{config, manager_config, scan_all, T0};
-use crate::log_cleaner_manager::{base, compact, file_checkpoints, fill, grab, tp, wait_until, Env, HOUR};
 
 /// A broker config over `dirs` with 300-byte segments, a 2 MiB dedupe buffer, 64 KiB cleaner
 /// I/O buffers and the keys `extra`.

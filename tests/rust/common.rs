@@ -3,6 +3,7 @@
 //! helpers are in [`cleaner`]. A helper two test files need lives here, under one name.
 
 pub mod cleaner;
+pub mod cleaner_manager;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
