@@ -910,6 +910,7 @@ def on_demand_cleaner_config(config: list[tuple[str, str]]) -> OnDemandCleanerCo
     """The sizes of an on-demand clean from Kafka's broker keys (``OnDemandCleanerConfig.KEYS``),
     checked by the engine's key table and the compactor; InvalidConfigError names a bad key or value."""
 
-def validate_topic_config(config: list[tuple[str, str]]) -> None:
-    """Checks topic configs with the engine's topic table, without opening a log;
-    InvalidConfigError names a bad key or value, as ``UnifiedLog.open`` would."""
+def validate_topic_config(config: list[tuple[str, str]]) -> dict[str, str]:
+    """Checks topic configs with the engine's topic table, without opening a log, and returns
+    the config such a log would have (every key); InvalidConfigError names a bad key or value,
+    as ``UnifiedLog.open`` would."""

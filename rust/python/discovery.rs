@@ -8,9 +8,10 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyDict, PyString};
 
 use super::errors::{run, to_py_err};
+use super::log::props_dict;
 use super::records::path_str;
 use super::results::py_result;
 use crate::cleaner::compactor::check_sizes;
@@ -148,11 +149,14 @@ pub fn on_demand_cleaner_config(py: Python<'_>, config: Vec<(String, String)>) -
     parse().map_err(|e| to_py_err(py, e))
 }
 
-/// Checks topic configs (Kafka's `LogConfig.validate`) without opening a log: each key must be a
-/// topic config and each value in its range. `InvalidConfigError` naming the key, the value and
-/// the rule, exactly as `UnifiedLog.open` would raise it.
+/// Checks topic configs (Kafka's `LogConfig.validate`) without opening a log, and returns the
+/// config a log opened with them would have (every key, as `UnifiedLog.config` shows it). Each
+/// key must be a topic config and each value in its range: `InvalidConfigError` naming the key,
+/// the value and the rule, exactly as `UnifiedLog.open` would raise it.
 #[pyfunction]
 #[allow(clippy::needless_pass_by_value)]
-pub fn validate_topic_config(py: Python<'_>, config: Vec<(String, String)>) -> PyResult<()> {
-    LogConfig::from_props(config.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map(drop).map_err(|e| to_py_err(py, e))
+pub fn validate_topic_config(py: Python<'_>, config: Vec<(String, String)>) -> PyResult<Bound<'_, PyDict>> {
+    let resolved =
+        LogConfig::from_props(config.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| to_py_err(py, e))?;
+    props_dict(py, resolved.to_props())
 }

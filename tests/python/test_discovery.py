@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -289,8 +290,13 @@ def test_the_cleaner_sizes_are_what_compact_now_takes(tmp_path: Path) -> None:
 
 
 def test_topic_configs_are_checked_by_the_engine_table_without_a_log(tmp_path: Path) -> None:
-    """validate_topic_config is the check UnifiedLog.open makes, with nothing on disk."""
-    _native.validate_topic_config([("cleanup.policy", "compact"), ("segment.bytes", "1048576")])
+    """validate_topic_config is the check UnifiedLog.open makes and resolves the same config, with
+    nothing on disk."""
+    resolved = _native.validate_topic_config([("cleanup.policy", "compact"), ("segment.bytes", "1048576")])
+    with kafkalog.UnifiedLog.open(tmp_path / "ok-0", {"cleanup.policy": "compact", "segment.bytes": 1048576}) as log:
+        assert resolved == log.config
+    assert resolved["segment.bytes"] == "1048576" and resolved["cleanup.policy"] == "compact"
+    shutil.rmtree(tmp_path / "ok-0")
     for key, value in [("segment.bytes", "10"), ("cleanup.policy", "shred"), ("no.such.key", "1")]:
         with pytest.raises(InvalidConfigError) as checked:
             _native.validate_topic_config([(key, value)])

@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..exceptions import InvalidConfigError, InvalidOptionError
-from ..log import UnifiedLog
+from .._native import validate_topic_config
 from .batch_limits import BatchLimit, batch_limit, max_single_record
 from .options import WRITE_OPTIONS, parse_positive_int
 
@@ -71,22 +70,20 @@ class WriteOptions:
 
 
 def _resolve_topic_config(config: dict[str, str]) -> dict[str, str]:
-    """Opens a throwaway log with ``config`` so kafkalog's LogConfig checks every key and value
-    (an unknown key is an unknown option); returns the config the log resolved."""
-    with tempfile.TemporaryDirectory(prefix="kafkalog-config-") as tmp:
-        try:
-            with UnifiedLog.open(os.path.join(tmp, "validate-0"), config) as log:
-                return dict(log.config)
-        except InvalidConfigError as e:
-            message = str(e)
-            m = re.search(r"for configuration (\S+):", message)
-            bad = m[1] if m else None
-            if bad is None or bad not in config:
-                raise
-            if "unknown" in message:
-                known = ", ".join(o for o in WRITE_OPTIONS if o != "testSeam")
-                message = f"unknown option: neither a sink option ({known}) nor a Kafka topic config"
-            raise InvalidOptionError(bad, config[bad], message) from None
+    """Checks ``config`` with the engine's topic table (an unknown key is an unknown option);
+    returns the config a log opened with it would have."""
+    try:
+        return validate_topic_config(list(config.items()))
+    except InvalidConfigError as e:
+        message = str(e)
+        m = re.search(r"for configuration (\S+):", message)
+        bad = m[1] if m else None
+        if bad is None or bad not in config:
+            raise
+        if "unknown" in message:
+            known = ", ".join(o for o in WRITE_OPTIONS if o != "testSeam")
+            message = f"unknown option: neither a sink option ({known}) nor a Kafka topic config"
+        raise InvalidOptionError(bad, config[bad], message) from None
 
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
