@@ -541,6 +541,20 @@ def consumer_row(r) -> tuple:
 
 
 
+def write_transactional_workload(
+    broker: KafkaBroker, topic: str, partitions: int, rounds: int, per_txn: int, leave_open: bool
+) -> None:
+    """Kafka's own producers write an exactly-once pipeline's data to ``topic`` (already
+    created with ``partitions`` partitions): transactions committed, every third aborted, the
+    last one left open with ``leave_open``, interleaved with an idempotent and a plain
+    producer's records. See ``jvm/java/TransactionalWorkload.java`` for the exact layout."""
+    proc = broker.jars.java(
+        "TransactionalWorkload", broker.bootstrap, topic, str(partitions), str(rounds), str(per_txn), str(leave_open).lower()
+    )
+    if proc.returncode != 0 or proc.stdout.strip().splitlines()[-1:] != ["done"]:
+        raise HarnessError(f"TransactionalWorkload failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-4000:]}")
+
+
 # -- DumpLogSegments ------------------------------------------------------------------------------
 
 DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
