@@ -30,6 +30,8 @@ pub mod verification;
 mod manager_tests;
 #[cfg(test)]
 mod snapshot_tests;
+#[cfg(test)]
+mod txn_v2_tests;
 
 pub use append_info::{ProducerAppendInfo, TV_0, TV_1, TV_2, TV_UNKNOWN};
 pub use batch_metadata::BatchMetadata;
