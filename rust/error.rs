@@ -258,6 +258,20 @@ impl fmt::Display for Error {
             Error::Io { path, op, source } => {
                 write!(f, "I/O error during {op} on {}: {source}", path.display())
             }
+            Error::OutOfOrderSequence { .. }
+            | Error::InvalidProducerEpoch { .. }
+            | Error::TransactionCoordinatorFenced { .. }
+            | Error::InvalidTxnState { .. }
+            | Error::CorruptSnapshot { .. } => self.fmt_producer_state(f),
+        }
+    }
+}
+
+impl Error {
+    /// The messages of the producer state errors: each names the partition, the producer id,
+    /// the offset and the epochs or sequences involved.
+    fn fmt_producer_state(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Error::OutOfOrderSequence { partition, producer_id, offset, sequence, detail } => write!(
                 f,
                 "out of order sequence number for producer {producer_id} at offset {offset} in partition \
@@ -295,6 +309,7 @@ impl fmt::Display for Error {
             Error::CorruptSnapshot { file, reason } => {
                 write!(f, "corrupt producer state snapshot {}: {reason}", file.display())
             }
+            other => write!(f, "{other:?}"), // only the variants above are routed here
         }
     }
 }

@@ -435,7 +435,7 @@ impl ProducerStateManager {
     }
 
     fn remove_unreplicated_transactions(&mut self, offset: i64) {
-        self.unreplicated_txns.retain(|_, t| !t.last_offset.is_some_and(|last| last < offset));
+        self.unreplicated_txns.retain(|_, t| t.last_offset.is_none_or(|last| last >= offset));
     }
 
     /// Clears the table and deletes every snapshot; the table starts at `offset`

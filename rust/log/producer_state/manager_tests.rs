@@ -118,7 +118,7 @@ fn entry(psm: &ProducerStateManager, pid: i64) -> super::entry::ProducerStateEnt
 /// ProducerStateManagerTest.testBasicIdMapping.
 #[test]
 fn basic_id_mapping() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     client(&mut psm, PID, EPOCH, 0, 0, 0, false).unwrap();
     client(&mut psm, PID, EPOCH, 1, 0, 1, false).unwrap();
     // Duplicates are checked separately (by the log), and are out of order here.
@@ -138,7 +138,7 @@ fn basic_id_mapping() {
 /// ProducerStateManagerTest.testAppendTxnMarkerWithNoProducerState.
 #[test]
 fn append_txn_marker_with_no_producer_state() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     marker(&mut psm, PID, 2, COMMIT, 27, 0, 0, TV_0).unwrap();
     let e = entry(&psm, PID);
     assert_eq!((e.producer_epoch(), e.producer_id(), e.last_seq()), (2, PID, NO_SEQUENCE));
@@ -154,7 +154,7 @@ fn append_txn_marker_with_no_producer_state() {
 /// ProducerStateManagerTest.testProducerSequenceWrapAround.
 #[test]
 fn producer_sequence_wrap_around() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     replication(&mut psm, 15, i32::MAX, 735, 0).unwrap();
     client(&mut psm, PID, 15, 0, 735 + 500, 0, false).unwrap();
     let e = entry(&psm, PID);
@@ -164,7 +164,7 @@ fn producer_sequence_wrap_around() {
 /// ProducerStateManagerTest.testProducerSequenceWithWrapAroundBatchRecord.
 #[test]
 fn producer_sequence_with_wrap_around_batch_record() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     let mut info = psm.prepare_update(PID, AppendOrigin::Replication);
     info.append_data_batch(15, i32::MAX - 10, 9, 0, LogOffsetMetadata::offset_only(2000), 2020, false).unwrap();
     assert!(psm.last_entry(PID).is_none(), "nothing changes before update");
@@ -177,7 +177,7 @@ fn producer_sequence_with_wrap_around_batch_record() {
 /// ProducerStateManagerTest.testProducerSequenceInvalidWrapAround.
 #[test]
 fn producer_sequence_invalid_wrap_around() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     replication(&mut psm, 15, i32::MAX, 735, 0).unwrap();
     assert!(matches!(client(&mut psm, PID, 15, 1, 735 + 500, 0, false), Err(Error::OutOfOrderSequence { .. })));
 }
@@ -185,7 +185,7 @@ fn producer_sequence_invalid_wrap_around() {
 /// ProducerStateManagerTest.testNoValidationOnFirstEntryWhenLoadingLog.
 #[test]
 fn no_validation_on_first_entry_when_loading_log() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     replication(&mut psm, 5, 16, 735, 0).unwrap();
     let e = entry(&psm, PID);
     assert_eq!((e.producer_epoch(), e.first_seq(), e.last_seq()), (5, 16, 16));
@@ -195,7 +195,7 @@ fn no_validation_on_first_entry_when_loading_log() {
 /// ProducerStateManagerTest.testControlRecordBumpsProducerEpoch.
 #[test]
 fn control_record_bumps_producer_epoch() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     client(&mut psm, PID, EPOCH, 0, 0, 0, false).unwrap();
     marker(&mut psm, PID, 1, ABORT, 1, 0, 0, TV_0).unwrap();
     let e = entry(&psm, PID);
@@ -208,7 +208,7 @@ fn control_record_bumps_producer_epoch() {
 /// ProducerStateManagerTest.testTxnFirstOffsetMetadataCached.
 #[test]
 fn txn_first_offset_metadata_cached() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     let mut info = psm.prepare_update(PID, AppendOrigin::Client);
     let first = LogOffsetMetadata::new(992_342, 990_000, 234_224);
     info.append_data_batch(EPOCH, 0, 0, 0, first, 992_342, true).unwrap();
@@ -219,7 +219,7 @@ fn txn_first_offset_metadata_cached() {
 /// ProducerStateManagerTest.testHasLateTransaction.
 #[test]
 fn has_late_transaction() {
-    let Fixture { mut psm, clock, .. } = fixture();
+    let Fixture { mut psm, clock, dir: _dir } = fixture();
     let now = || clock.milliseconds();
     client(&mut psm, 39, 2, 0, 100, now(), true).unwrap();
     assert!(!psm.has_late_transaction(now()));
@@ -241,7 +241,7 @@ fn has_late_transaction() {
 #[test]
 fn has_late_transaction_updated_after_truncation() {
     for full in [false, true] {
-        let Fixture { mut psm, clock, .. } = fixture();
+        let Fixture { mut psm, clock, dir: _dir } = fixture();
         client(&mut psm, 39, 2, 0, 100, clock.milliseconds(), true).unwrap();
         clock.advance(LATE_TXN_TIMEOUT_MS + 1);
         assert!(psm.has_late_transaction(clock.milliseconds()));
@@ -257,7 +257,7 @@ fn has_late_transaction_updated_after_truncation() {
 /// ProducerStateManagerTest.testPrepareUpdateDoesNotMutate.
 #[test]
 fn prepare_update_does_not_mutate() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     let mut info = psm.prepare_update(PID, AppendOrigin::Client);
     info.append_data_batch(EPOCH, 0, 5, 0, LogOffsetMetadata::offset_only(15), 20, false).unwrap();
     assert!(psm.last_entry(PID).is_none());
@@ -274,7 +274,7 @@ fn prepare_update_does_not_mutate() {
 /// ProducerStateManagerTest.updateProducerTransactionState.
 #[test]
 fn update_producer_transaction_state() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     client(&mut psm, PID, EPOCH, 0, 9, 0, false).unwrap();
     let mut info = psm.prepare_update(PID, AppendOrigin::Client);
     info.append_data_batch(EPOCH, 1, 5, 0, LogOffsetMetadata::offset_only(16), 20, true).unwrap();
@@ -295,7 +295,7 @@ fn update_producer_transaction_state() {
 /// ProducerStateManagerTest.testOutOfSequenceAfterControlRecordEpochBump.
 #[test]
 fn out_of_sequence_after_control_record_epoch_bump() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     client(&mut psm, PID, EPOCH, 0, 0, 0, true).unwrap();
     client(&mut psm, PID, EPOCH, 1, 1, 0, true).unwrap();
     marker(&mut psm, PID, 1, ABORT, 1, 0, 0, TV_0).unwrap();
@@ -309,7 +309,7 @@ fn out_of_sequence_after_control_record_epoch_bump() {
 /// ProducerStateManagerTest.testNonTransactionalAppendWithOngoingTransaction.
 #[test]
 fn non_transactional_append_with_ongoing_transaction() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     client(&mut psm, PID, EPOCH, 0, 0, 0, true).unwrap();
     let err = client(&mut psm, PID, EPOCH, 1, 1, 0, false).unwrap_err();
     assert!(matches!(err, Error::InvalidTxnState { producer_id: PID, .. }), "{err}");
@@ -319,7 +319,7 @@ fn non_transactional_append_with_ongoing_transaction() {
 /// ProducerStateManagerTest.testProducerStateAfterFencingAbortMarker.
 #[test]
 fn producer_state_after_fencing_abort_marker() {
-    let Fixture { mut psm, clock, .. } = fixture();
+    let Fixture { mut psm, clock, dir: _dir } = fixture();
     client(&mut psm, PID, EPOCH, 0, 0, clock.milliseconds(), true).unwrap();
     marker(&mut psm, PID, EPOCH + 1, ABORT, 1, 0, clock.milliseconds(), TV_0).unwrap();
     let e = entry(&psm, PID);
@@ -332,7 +332,7 @@ fn producer_state_after_fencing_abort_marker() {
 /// ProducerStateManagerTest.testAcceptAppendWithSequenceGapsOnReplica.
 #[test]
 fn accept_append_with_sequence_gaps_on_replica() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     client(&mut psm, PID, EPOCH, 0, 0, 0, false).unwrap();
     assert!(matches!(client(&mut psm, PID, EPOCH, 3, 1, 1, false), Err(Error::OutOfOrderSequence { .. })));
     assert_eq!(entry(&psm, PID).last_seq(), 0, "a refused append changes nothing");
@@ -343,7 +343,7 @@ fn accept_append_with_sequence_gaps_on_replica() {
 /// ProducerStateManagerTest.testPidExpirationTimeout.
 #[test]
 fn pid_expiration_timeout() {
-    let Fixture { mut psm, clock, .. } = fixture();
+    let Fixture { mut psm, clock, dir: _dir } = fixture();
     client(&mut psm, PID, 5, 0, 1, clock.milliseconds(), false).unwrap();
     clock.advance(i64::from(psm.config().producer_id_expiration_ms) + 1);
     psm.remove_expired_producers(clock.milliseconds());
@@ -357,7 +357,7 @@ fn pid_expiration_timeout() {
 /// ProducerStateManagerTest.testFirstUnstableOffset.
 #[test]
 fn first_unstable_offset() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     let fuo = |psm: &ProducerStateManager| psm.first_unstable_offset().map(|m| m.message_offset);
     assert_eq!(psm.first_undecided_offset(), None);
     client(&mut psm, PID, 5, 0, 99, 0, true).unwrap();
@@ -379,7 +379,7 @@ fn first_unstable_offset() {
 /// ProducerStateManagerTest.testProducersWithOngoingTransactionsDontExpire.
 #[test]
 fn producers_with_ongoing_transactions_dont_expire() {
-    let Fixture { mut psm, clock, .. } = fixture();
+    let Fixture { mut psm, clock, dir: _dir } = fixture();
     client(&mut psm, PID, 5, 0, 99, clock.milliseconds(), true).unwrap();
     clock.advance(i64::from(psm.config().producer_id_expiration_ms) + 1);
     psm.remove_expired_producers(clock.milliseconds());
@@ -391,7 +391,7 @@ fn producers_with_ongoing_transactions_dont_expire() {
 /// appends carry no sequences.
 #[test]
 fn sequence_not_validated_for_coordinator_appends() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     append_entry(&mut psm, PID, EPOCH, NO_SEQUENCE, 99, 0, AppendOrigin::Coordinator, true).unwrap();
     append_entry(&mut psm, PID, EPOCH, NO_SEQUENCE, 100, 0, AppendOrigin::Coordinator, true).unwrap();
 }
@@ -399,7 +399,7 @@ fn sequence_not_validated_for_coordinator_appends() {
 /// ProducerStateManagerTest.testOldEpochForControlRecord.
 #[test]
 fn old_epoch_for_control_record() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     client(&mut psm, PID, 5, 0, 99, 0, true).unwrap();
     let err = marker(&mut psm, PID, 3, COMMIT, 100, 0, 0, TV_0).unwrap_err();
     assert!(matches!(err, Error::InvalidProducerEpoch { epoch: 3, current_epoch: 5, offset: 100, .. }), "{err}");
@@ -408,7 +408,7 @@ fn old_epoch_for_control_record() {
 /// ProducerStateManagerTest.testCoordinatorFencing.
 #[test]
 fn coordinator_fencing() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     client(&mut psm, PID, 5, 0, 99, 0, true).unwrap();
     marker(&mut psm, PID, 5, COMMIT, 100, 1, 0, TV_0).unwrap();
     assert_eq!(entry(&psm, PID).coordinator_epoch(), 1);
@@ -432,7 +432,7 @@ fn coordinator_fencing() {
 /// starts nothing.
 #[test]
 fn append_empty_control_batch() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     let mut buf = Vec::new();
     crate::record::builder::write_empty_header(
         &mut buf,
@@ -458,7 +458,7 @@ fn append_empty_control_batch() {
 /// ProducerStateManagerTest.testLastStableOffsetCompletedTxn.
 #[test]
 fn last_stable_offset_completed_txn() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     let (p1, p2, p3) = (PID, PID + 1, PID + 2);
     let (s1, s2, s3) = (992_342, 992_342 + 25, 992_342 + 57);
     for (pid, start) in [(p1, s1), (p2, s2), (p3, s3)] {
@@ -492,7 +492,7 @@ fn last_stable_offset_completed_txn() {
 /// ProducerStateManagerTest.testSkipEmptyTransactions.
 #[test]
 fn skip_empty_transactions() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     let mut seq = 0;
     let mut data = |info: &mut super::append_info::ProducerAppendInfo, start: i64, end: i64| {
         let count = (end - start) as i32;
@@ -539,7 +539,7 @@ fn skip_empty_transactions() {
 /// below the log start is raised to it.
 #[test]
 fn last_stable_offset_follows_the_high_watermark() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     assert_eq!(last_stable_offset_for(psm.first_unstable_offset().map(|m| m.message_offset), 50), 50);
     client(&mut psm, PID, EPOCH, 0, 10, 0, true).unwrap();
     let fuo = psm.first_unstable_offset_from(0).map(|m| m.message_offset);

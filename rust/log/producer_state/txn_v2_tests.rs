@@ -24,7 +24,7 @@ const ABORT: ControlRecordType = ControlRecordType::Abort;
 /// with the transaction's own (unbumped) epoch is refused.
 #[test]
 fn tv2_marker_must_bump_the_epoch() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     client(&mut psm, PID, 3, 0, 0, 0, true).unwrap();
     let err = marker(&mut psm, PID, 3, COMMIT, 1, 0, 0, TV_2).unwrap_err();
     assert!(
@@ -50,7 +50,7 @@ fn tv2_marker_must_bump_the_epoch() {
 /// already closed) is accepted and completes nothing; an older epoch is still refused.
 #[test]
 fn tv2_retried_marker_is_accepted() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     client(&mut psm, PID, 3, 0, 0, 0, true).unwrap();
     marker(&mut psm, PID, 4, ABORT, 1, 0, 0, TV_2).unwrap();
     assert_eq!(marker(&mut psm, PID, 4, ABORT, 2, 0, 0, TV_2).unwrap(), None);
@@ -65,7 +65,7 @@ fn tv2_retried_marker_is_accepted() {
 /// (it then counts as version 0).
 #[test]
 fn unknown_transaction_version_only_for_replication() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     client(&mut psm, PID, 3, 0, 0, 0, true).unwrap();
     let err = marker(&mut psm, PID, 3, COMMIT, 1, 0, 0, TV_UNKNOWN).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
@@ -78,7 +78,7 @@ fn unknown_transaction_version_only_for_replication() {
 /// (`checkProducerEpoch` with `AppendOrigin.REPLICATION`).
 #[test]
 fn replication_accepts_an_old_epoch() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     client(&mut psm, PID, 5, 0, 0, 0, false).unwrap();
     super::manager_tests::replication(&mut psm, 4, 7, 1, 0).unwrap();
     assert_eq!(psm.last_entry(PID).unwrap().producer_epoch(), 4);
@@ -87,7 +87,7 @@ fn replication_accepts_an_old_epoch() {
 /// ProducerStateManagerTest.testEntryForVerification.
 #[test]
 fn entry_for_verification() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     let original = psm.maybe_create_verification_state_entry(PID, 0, EPOCH, false);
     let again = psm.maybe_create_verification_state_entry(PID, 0, EPOCH, false);
     assert_eq!(again.verification_guard(), original.verification_guard(), "an existing entry is reused");
@@ -100,7 +100,7 @@ fn entry_for_verification() {
 /// ProducerStateManagerTest.testSequenceAndEpochInVerificationEntry.
 #[test]
 fn sequence_and_epoch_in_verification_entry() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     let guard = psm.maybe_create_verification_state_entry(PID, 1, EPOCH, false).verification_guard();
     let check = |e: super::verification::VerificationStateEntry, seq: i32, epoch: i16| {
         assert_eq!((e.verification_guard(), e.lowest_sequence(), e.epoch()), (guard, seq, epoch));
@@ -115,7 +115,7 @@ fn sequence_and_epoch_in_verification_entry() {
 #[test]
 fn out_of_order_sequence_with_verification_sequence_check() {
     for disable in [false, true] {
-        let Fixture { mut psm, .. } = fixture();
+        let Fixture { mut psm, dir: _dir, .. } = fixture();
         let original = psm.maybe_create_verification_state_entry(PID, 0, EPOCH, false);
         if disable {
             psm.config_mut().transaction_verification_enabled = false;
@@ -129,7 +129,7 @@ fn out_of_order_sequence_with_verification_sequence_check() {
 /// Kafka 4.3.1 `checkSequence`: a verified TV2 producer with no state must start at sequence 0.
 #[test]
 fn tv2_verified_producer_without_state_starts_at_zero() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     psm.maybe_create_verification_state_entry(PID, 3, EPOCH, true);
     let err = client(&mut psm, PID, EPOCH, 3, 0, 0, true).unwrap_err();
     assert!(err.to_string().contains("expected sequence 0"), "{err}");
@@ -141,7 +141,7 @@ fn tv2_verified_producer_without_state_starts_at_zero() {
 /// ProducerStateManagerTest.testVerificationStateEntryExpiration.
 #[test]
 fn verification_state_entry_expiration() {
-    let Fixture { mut psm, clock, .. } = fixture();
+    let Fixture { mut psm, clock, dir: _dir } = fixture();
     let original = psm.maybe_create_verification_state_entry(PID, 0, EPOCH, false);
     let half = i64::from(psm.config().producer_id_expiration_ms) / 2;
     clock.advance(half);
@@ -178,7 +178,7 @@ fn marker_batch(offset: i64, pid: i64, epoch: i16, t: ControlRecordType, coordin
 /// completes the transaction, and a TV2 marker keeps the verification entry of its epoch.
 #[test]
 fn update_producers_from_batches() {
-    let Fixture { mut psm, .. } = fixture();
+    let Fixture { mut psm, dir: _dir, .. } = fixture();
     let first = data_batch(0, PID, 0, 0, 3, true);
     let mut infos = HashMap::new();
     let batch = RecordBatch::new(&first).unwrap();
@@ -211,10 +211,10 @@ fn rebuild_and_recovery_replay_the_same_state() {
     log.extend(data_batch(2, 8, 0, 0, 2, true));
     log.extend(marker_batch(4, 7, 0, ABORT, 1));
     log.extend(data_batch(5, 9, 0, 0, 1, false));
-    let Fixture { psm: mut rebuilt, .. } = fixture();
+    let Fixture { psm: mut rebuilt, dir: _dir, .. } = fixture();
     rebuilt.load_producers_from_records(&log).unwrap();
     rebuilt.update_map_end_offset(6);
-    let Fixture { psm: mut recovered, .. } = fixture();
+    let Fixture { psm: mut recovered, dir: _dir, .. } = fixture();
     let mut seen = Vec::new();
     for item in crate::record::records::BatchIter::new(&log) {
         let (_, crate::record::records::AnyBatch::V2(batch)) = item.unwrap() else { unreachable!() };
