@@ -77,6 +77,38 @@ pub enum Error {
     UnsupportedIsolation { isolation: String },
     /// An operating-system I/O failure on `path` during `op`.
     Io { path: PathBuf, op: &'static str, source: io::Error },
+    /// A producer's batch whose sequence number does not follow the last one the partition
+    /// accepted from it (Kafka's `OutOfOrderSequenceException`): `sequence` is the batch's first
+    /// sequence, `offset` its first offset, `detail` what was expected.
+    OutOfOrderSequence { partition: String, producer_id: i64, offset: i64, sequence: i32, detail: String },
+    /// A batch or transaction marker from a producer epoch older than the one the partition has
+    /// seen (Kafka's `InvalidProducerEpochException`); with transactions version 2, a marker
+    /// must bump the epoch, so an equal epoch is refused too (`transaction_version` >= 2).
+    InvalidProducerEpoch {
+        partition: String,
+        producer_id: i64,
+        offset: i64,
+        epoch: i16,
+        current_epoch: i16,
+        transaction_version: i16,
+    },
+    /// A transaction marker from a coordinator epoch older than the last one the partition has
+    /// seen for the producer (Kafka's `TransactionCoordinatorFencedException`): a zombie
+    /// coordinator.
+    TransactionCoordinatorFenced {
+        partition: String,
+        producer_id: i64,
+        offset: i64,
+        coordinator_epoch: i32,
+        current_coordinator_epoch: i32,
+    },
+    /// A write that breaks the producer's transaction state (Kafka's `InvalidTxnStateException`),
+    /// e.g. a non-transactional batch while the producer has a transaction open.
+    InvalidTxnState { partition: String, producer_id: i64, reason: String },
+    /// A producer state snapshot (`<offset>.snapshot`) that fails its version, schema or CRC
+    /// check (Kafka's `CorruptSnapshotException`); loading deletes it and falls back to the next
+    /// older snapshot.
+    CorruptSnapshot { file: PathBuf, reason: String },
 }
 
 impl Error {
@@ -226,6 +258,58 @@ impl fmt::Display for Error {
             Error::Io { path, op, source } => {
                 write!(f, "I/O error during {op} on {}: {source}", path.display())
             }
+            Error::OutOfOrderSequence { .. }
+            | Error::InvalidProducerEpoch { .. }
+            | Error::TransactionCoordinatorFenced { .. }
+            | Error::InvalidTxnState { .. }
+            | Error::CorruptSnapshot { .. } => self.fmt_producer_state(f),
+        }
+    }
+}
+
+impl Error {
+    /// The messages of the producer state errors: each names the partition, the producer id,
+    /// the offset and the epochs or sequences involved.
+    fn fmt_producer_state(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::OutOfOrderSequence { partition, producer_id, offset, sequence, detail } => write!(
+                f,
+                "out of order sequence number for producer {producer_id} at offset {offset} in partition \
+                 {partition}: {sequence} (incoming seq. number), {detail}"
+            ),
+            Error::InvalidProducerEpoch {
+                partition,
+                producer_id,
+                offset,
+                epoch,
+                current_epoch,
+                transaction_version,
+            } => {
+                let relation = if *transaction_version >= 2 { "not above" } else { "below" };
+                write!(
+                    f,
+                    "epoch of producer {producer_id} at offset {offset} in {partition} is {epoch}, which is \
+                     {relation} the last seen epoch {current_epoch} (transaction version {transaction_version})"
+                )
+            }
+            Error::TransactionCoordinatorFenced {
+                partition,
+                producer_id,
+                offset,
+                coordinator_epoch,
+                current_coordinator_epoch,
+            } => write!(
+                f,
+                "invalid coordinator epoch for producer {producer_id} at offset {offset} in partition \
+                 {partition}: {coordinator_epoch} (zombie), {current_coordinator_epoch} (current)"
+            ),
+            Error::InvalidTxnState { partition, producer_id, reason } => {
+                write!(f, "invalid transaction state of producer {producer_id} in partition {partition}: {reason}")
+            }
+            Error::CorruptSnapshot { file, reason } => {
+                write!(f, "corrupt producer state snapshot {}: {reason}", file.display())
+            }
+            other => write!(f, "{other:?}"), // only the variants above are routed here
         }
     }
 }

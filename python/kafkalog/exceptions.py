@@ -34,6 +34,11 @@ __all__ = [
     "InvalidOptionError",
     "DataLossError",
     "WorkerImportError",
+    "OutOfOrderSequenceError",
+    "InvalidProducerEpochError",
+    "TransactionCoordinatorFencedError",
+    "InvalidTxnStateError",
+    "CorruptSnapshotError",
 ]
 
 
@@ -189,3 +194,31 @@ class DataLossError(SparkOptionError, OffsetOutOfRangeError):
 class WorkerImportError(KafkaLogError, ImportError):
     """Spark's Python workers cannot import kafkalog (``kafkalog.spark.register`` checks), so
     the data source cannot run; the message says how to make it importable there."""
+
+
+class OutOfOrderSequenceError(KafkaLogError):
+    """A producer batch whose sequence number does not follow the last one the partition accepted
+    from that producer (Kafka's OutOfOrderSequenceException). The message names the producer id,
+    the batch's offset and sequence, and the sequence that was expected."""
+
+
+class InvalidProducerEpochError(KafkaLogError):
+    """A batch or transaction marker from an older producer epoch than the partition has seen
+    (Kafka's InvalidProducerEpochException); with transactions version 2 a marker must bump the
+    epoch. The message names the producer id, the offset and both epochs."""
+
+
+class TransactionCoordinatorFencedError(KafkaLogError):
+    """A transaction marker from an older transaction coordinator epoch than the partition has
+    seen for the producer (Kafka's TransactionCoordinatorFencedException): a zombie coordinator."""
+
+
+class InvalidTxnStateError(KafkaLogError):
+    """A write that breaks the producer's transaction state (Kafka's InvalidTxnStateException),
+    such as a non-transactional batch while the producer has a transaction open."""
+
+
+class CorruptSnapshotError(KafkaLogError):
+    """A producer state snapshot (``<offset>.snapshot``) that fails its version, schema or CRC
+    check (Kafka's CorruptSnapshotException). Loading a log deletes such a snapshot with a
+    warning and uses the next older one."""

@@ -22,6 +22,10 @@ pub enum AppendOrigin {
     Client,
     /// A follower copying the leader's log: offsets are given.
     Replication,
+    /// A transaction coordinator writing COMMIT / ABORT markers through the leader: offsets
+    /// are assigned as for a client; producer state checks epochs and coordinator epochs but
+    /// not sequences.
+    Coordinator,
 }
 
 /// What an append did (Kafka's `LogAppendInfo`).
@@ -77,7 +81,7 @@ pub(crate) fn analyze(records: &[u8], config: &LogConfig, origin: AppendOrigin) 
         let size = batch.size_in_bytes();
         // Followers copy what the leader already accepted: Kafka's appendAsFollower passes
         // ignoreRecordSize = true.
-        if origin == AppendOrigin::Client && size > config.max_message_bytes as usize {
+        if origin != AppendOrigin::Replication && size > config.max_message_bytes as usize {
             return Err(Error::RecordBatchTooLarge { size, max: config.max_message_bytes as usize });
         }
         batch.ensure_valid().map_err(|e| e.with_position_offset(a.valid_bytes))?;
@@ -86,7 +90,7 @@ pub(crate) fn analyze(records: &[u8], config: &LogConfig, origin: AppendOrigin) 
                 Error::corrupt(a.valid_bytes + 57, format!("invalid record count {}", b.records_count()))
             })?,
             AnyBatch::Legacy(e) => {
-                if origin == AppendOrigin::Client {
+                if origin != AppendOrigin::Replication {
                     return Err(Error::invalid_record(format!(
                         "magic {} batches are not accepted from producers; Kafka 4 requires magic 2",
                         e.magic()
@@ -97,7 +101,7 @@ pub(crate) fn analyze(records: &[u8], config: &LogConfig, origin: AppendOrigin) 
         };
         match origin {
             // Kafka's analyzeAndValidateRecords: producers send batches at base offset 0.
-            AppendOrigin::Client => {
+            AppendOrigin::Client | AppendOrigin::Coordinator => {
                 if let AnyBatch::V2(b) = batch {
                     if b.base_offset() != 0 {
                         return Err(Error::invalid_record(format!(

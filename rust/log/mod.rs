@@ -1,9 +1,10 @@
 //! One partition's log: `LocalLog` (segments), `UnifiedLog` (offsets, append,
-//! read), and validation of appends (`LogValidator`).
+//! read), validation of appends (`LogValidator`), and producer state (`ProducerStateManager`).
 
 pub mod local_log;
 pub mod log_dir_failure_channel;
 pub mod log_loader;
 pub mod log_validator;
+pub mod producer_state;
 pub mod splitter;
 pub mod unified_log;

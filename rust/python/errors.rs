@@ -39,6 +39,13 @@ pub fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
             Error::KafkaStorage { .. } => ("KafkaStorageError", PyTuple::new(py, [message.clone()])?),
             Error::AllLogDirsOffline { .. } => ("AllLogDirsOfflineError", PyTuple::new(py, [message.clone()])?),
             Error::LogCleaningAborted { .. } => ("LogCleaningAbortedError", PyTuple::new(py, [message.clone()])?),
+            Error::OutOfOrderSequence { .. } => ("OutOfOrderSequenceError", PyTuple::new(py, [message.clone()])?),
+            Error::InvalidProducerEpoch { .. } => ("InvalidProducerEpochError", PyTuple::new(py, [message.clone()])?),
+            Error::TransactionCoordinatorFenced { .. } => {
+                ("TransactionCoordinatorFencedError", PyTuple::new(py, [message.clone()])?)
+            }
+            Error::InvalidTxnState { .. } => ("InvalidTxnStateError", PyTuple::new(py, [message.clone()])?),
+            Error::CorruptSnapshot { .. } => ("CorruptSnapshotError", PyTuple::new(py, [message.clone()])?),
             _ => ("IllegalStateError", PyTuple::new(py, [message.clone()])?),
         };
         let cls = exception_class(py, name)?;

@@ -31,6 +31,35 @@ pub fn atomic_write(path: &Path, contents: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Writes `contents` to `<path>.tmp` and renames it over `path`, so `path` always holds a whole
+/// file. With `sync`, this is [`atomic_write`] (the file and the directory are fsynced);
+/// without, nothing is fsynced: a crash of the process leaves the old or the new file, a power
+/// loss may leave a damaged one, which its reader must detect (Kafka's producer snapshots taken
+/// at roll, fsynced later by the flush).
+pub fn replace_file(path: &Path, contents: &[u8], sync: bool) -> Result<()> {
+    if sync {
+        return atomic_write(path, contents);
+    }
+    let tmp = with_suffix(path, TMP_FILE_SUFFIX);
+    {
+        let mut f = check(&tmp, FaultOp::Open)
+            .and_then(|()| OpenOptions::new().write(true).create(true).truncate(true).open(&tmp))
+            .map_err(|e| Error::io(&tmp, "create", e))?;
+        check(&tmp, FaultOp::Write).and_then(|()| f.write_all(contents)).map_err(|e| Error::io(&tmp, "write", e))?;
+    }
+    check(path, FaultOp::Rename).and_then(|()| fs::rename(&tmp, path)).map_err(|e| Error::io(path, "rename", e))
+}
+
+/// Fsyncs `path` if it exists (Kafka's `Utils.flushFileIfExists`).
+pub fn fsync_file_if_exists(path: &Path) -> Result<()> {
+    let f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(path, "open", e)),
+    };
+    check(path, FaultOp::Fsync).and_then(|()| f.sync_all()).map_err(|e| Error::io(path, "fsync", e))
+}
+
 /// Fsyncs a directory so that renames and creations in it are durable.
 pub fn fsync_dir(dir: &Path) -> Result<()> {
     let d = File::open(dir).map_err(|e| Error::io(dir, "open directory", e))?;
