@@ -77,6 +77,10 @@ pub enum Error {
     UnsupportedIsolation { isolation: String },
     /// An operating-system I/O failure on `path` during `op`.
     Io { path: PathBuf, op: &'static str, source: io::Error },
+    /// A leader append in a leader epoch older than the latest one the partition's leader
+    /// epoch cache holds (Kafka's `FencedLeaderEpochException`): the caller is a stale leader.
+    /// Nothing was written.
+    FencedLeaderEpoch { partition: String, leader_epoch: i32, latest_epoch: i32 },
 }
 
 impl Error {
@@ -226,6 +230,11 @@ impl fmt::Display for Error {
             Error::Io { path, op, source } => {
                 write!(f, "I/O error during {op} on {}: {source}", path.display())
             }
+            Error::FencedLeaderEpoch { partition, leader_epoch, latest_epoch } => write!(
+                f,
+                "the leader epoch {leader_epoch} of the append to {partition} is older than the partition's latest \
+                 leader epoch {latest_epoch}; a leader appends in the latest epoch or a newer one"
+            ),
         }
     }
 }

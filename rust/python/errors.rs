@@ -39,6 +39,7 @@ pub fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
             Error::KafkaStorage { .. } => ("KafkaStorageError", PyTuple::new(py, [message.clone()])?),
             Error::AllLogDirsOffline { .. } => ("AllLogDirsOfflineError", PyTuple::new(py, [message.clone()])?),
             Error::LogCleaningAborted { .. } => ("LogCleaningAbortedError", PyTuple::new(py, [message.clone()])?),
+            Error::FencedLeaderEpoch { .. } => ("FencedLeaderEpochError", PyTuple::new(py, [message.clone()])?),
             _ => ("IllegalStateError", PyTuple::new(py, [message.clone()])?),
         };
         let cls = exception_class(py, name)?;
