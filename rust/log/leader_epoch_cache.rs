@@ -108,7 +108,7 @@ impl LeaderEpochFileCache {
         for e in new_entries {
             check_entry(e)?;
         }
-        if !new_entries.iter().any(|e| self.is_update_needed(&self.entries.read(), e)) {
+        if !new_entries.iter().any(|e| is_update_needed(&self.entries.read(), e)) {
             return Ok(false); // the common case: no lock, no write
         }
         self.change(|this, entries| {
@@ -120,13 +120,9 @@ impl LeaderEpochFileCache {
         })
     }
 
-    fn is_update_needed(&self, entries: &[EpochEntry], entry: &EpochEntry) -> bool {
-        entries.last().is_none_or(|l| entry.epoch != l.epoch || entry.start_offset < l.start_offset)
-    }
-
     /// Kafka's private `assign(EpochEntry)` with `maybeTruncateNonMonotonicEntries`.
     fn assign_to(&self, entries: &mut Vec<EpochEntry>, entry: EpochEntry) -> bool {
-        if !self.is_update_needed(entries, &entry) {
+        if !is_update_needed(entries, &entry) {
             return false;
         }
         let keep = entries.iter().rposition(|e| e.epoch < entry.epoch && e.start_offset < entry.start_offset);
@@ -335,6 +331,11 @@ impl LeaderEpochFileCache {
         let _w = self.writer.lock();
         self.entries.write().clear();
     }
+}
+
+/// Kafka's `isUpdateNeeded`: anything but the latest epoch again at or after its start.
+fn is_update_needed(entries: &[EpochEntry], entry: &EpochEntry) -> bool {
+    entries.last().is_none_or(|l| entry.epoch != l.epoch || entry.start_offset < l.start_offset)
 }
 
 fn check_entry(entry: &EpochEntry) -> Result<()> {

@@ -13,7 +13,8 @@ use super::cleaner::CompactResult;
 use super::decode;
 use super::errors::{run, to_py_err};
 use super::records::{
-    AppendInfo, ConsumerRecord, EpochEntry, OffsetAndEpoch, ReadResult, RetentionResult, SegmentInfo, TimestampAndOffset,
+    AppendInfo, ConsumerRecord, EpochEntry, OffsetAndEpoch, ReadResult, RetentionResult, SegmentInfo,
+    TimestampAndOffset,
 };
 use crate::checkpoint::partition_metadata::TopicId;
 use crate::cleaner::{CompactOptions, Compactor};

@@ -25,7 +25,10 @@ pub struct OffsetAndEpoch {
 }
 
 /// Reads the partition's `leader-epoch-checkpoint` for a load (the cache writes nothing yet).
-pub(super) fn load_cache(dir: &Path, topic_partition: &TopicPartition) -> Result<(LeaderEpochFileCache, Vec<EpochEntry>)> {
+pub(super) fn load_cache(
+    dir: &Path,
+    topic_partition: &TopicPartition,
+) -> Result<(LeaderEpochFileCache, Vec<EpochEntry>)> {
     LeaderEpochFileCache::load(dir, topic_partition.clone())
 }
 
