@@ -173,7 +173,9 @@ class UnifiedLog:
     ) -> AppendInfo:
         """Appends records as the leader. They are grouped into v2 batches of at most
         ``batch_size`` bytes (as a producer's ``batch.size``), compressed with ``compression``
-        (none, gzip, snappy, lz4, zstd), validated, and given offsets from the log end."""
+        (none, gzip, snappy, lz4, zstd), validated, and given offsets from the log end. They are
+        stamped with ``leader_epoch``, which starts a new entry in ``epoch_entries`` when newer
+        than ``latest_epoch``; an older one raises FencedLeaderEpochError (a stale leader's)."""
         compression = arg.string("compression", compression, _CODECS)
         leader_epoch = _leader_epoch(leader_epoch)
         batch_size = arg.integer("batch_size", batch_size, 0, arg.I32_MAX)
