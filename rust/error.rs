@@ -109,6 +109,10 @@ pub enum Error {
     /// check (Kafka's `CorruptSnapshotException`); loading deletes it and falls back to the next
     /// older snapshot.
     CorruptSnapshot { file: PathBuf, reason: String },
+    /// A leader append in a leader epoch older than the latest one the partition's leader
+    /// epoch cache holds (Kafka's `FencedLeaderEpochException`): the caller is a stale leader.
+    /// Nothing was written.
+    FencedLeaderEpoch { partition: String, leader_epoch: i32, latest_epoch: i32 },
 }
 
 impl Error {
@@ -262,14 +266,15 @@ impl fmt::Display for Error {
             | Error::InvalidProducerEpoch { .. }
             | Error::TransactionCoordinatorFenced { .. }
             | Error::InvalidTxnState { .. }
-            | Error::CorruptSnapshot { .. } => self.fmt_producer_state(f),
+            | Error::CorruptSnapshot { .. }
+            | Error::FencedLeaderEpoch { .. } => self.fmt_producer_state(f),
         }
     }
 }
 
 impl Error {
-    /// The messages of the producer state errors: each names the partition, the producer id,
-    /// the offset and the epochs or sequences involved.
+    /// The messages of the producer state and leader epoch errors: each names the partition, the
+    /// producer id or leader, the offset and the epochs or sequences involved.
     fn fmt_producer_state(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::OutOfOrderSequence { partition, producer_id, offset, sequence, detail } => write!(
@@ -309,6 +314,11 @@ impl Error {
             Error::CorruptSnapshot { file, reason } => {
                 write!(f, "corrupt producer state snapshot {}: {reason}", file.display())
             }
+            Error::FencedLeaderEpoch { partition, leader_epoch, latest_epoch } => write!(
+                f,
+                "the leader epoch {leader_epoch} of the append to {partition} is older than the partition's latest \
+                 leader epoch {latest_epoch}; a leader appends in the latest epoch or a newer one"
+            ),
             other => write!(f, "{other:?}"), // only the variants above are routed here
         }
     }

@@ -30,6 +30,7 @@ __all__ = [
     "KafkaStorageError",
     "AllLogDirsOfflineError",
     "LogCleaningAbortedError",
+    "FencedLeaderEpochError",
     "SparkOptionError",
     "InvalidOptionError",
     "DataLossError",
@@ -142,6 +143,11 @@ class AllLogDirsOfflineError(KafkaStorageError):
 class LogCleaningAbortedError(KafkaLogError):
     """A clean stopped because its log was truncated, deleted or closed meanwhile (Kafka's
     LogCleaningAbortedException). The log is unchanged; cleaning it again is safe."""
+
+
+class FencedLeaderEpochError(KafkaLogError):
+    """A leader append in a leader epoch older than the partition's latest (Kafka's
+    FencedLeaderEpochException): the caller is a stale leader. Nothing was written."""
 
 
 class SparkOptionError(KafkaLogError):

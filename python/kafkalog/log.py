@@ -22,6 +22,8 @@ from .exceptions import IllegalStateError, InvalidArgumentTypeError
 from .records import (
     AppendInfo,
     ConsumerRecord,
+    EpochEntry,
+    OffsetAndEpoch,
     ReadResult,
     Record,
     RetentionResult,
@@ -171,7 +173,9 @@ class UnifiedLog:
     ) -> AppendInfo:
         """Appends records as the leader. They are grouped into v2 batches of at most
         ``batch_size`` bytes (as a producer's ``batch.size``), compressed with ``compression``
-        (none, gzip, snappy, lz4, zstd), validated, and given offsets from the log end."""
+        (none, gzip, snappy, lz4, zstd), validated, and given offsets from the log end. They are
+        stamped with ``leader_epoch``, which starts a new entry in ``epoch_entries`` when newer
+        than ``latest_epoch``; an older one raises FencedLeaderEpochError (a stale leader's)."""
         compression = arg.string("compression", compression, _CODECS)
         leader_epoch = _leader_epoch(leader_epoch)
         batch_size = arg.integer("batch_size", batch_size, 0, arg.I32_MAX)
@@ -381,6 +385,27 @@ class UnifiedLog:
         return self._log.offset_for_timestamp(
             arg.integer("timestamp", timestamp, 0, arg.I64_MAX, arg.TIMESTAMP_QUERIES, native=(arg.I64_MIN, arg.I64_MAX))
         )
+
+    # -- leader epochs ----------------------------------------------------------------------
+
+    @property
+    def epoch_entries(self) -> list[EpochEntry]:
+        """The leader epoch cache (Kafka's LeaderEpochFileCache, kept in the partition's
+        ``leader-epoch-checkpoint``): each leader epoch with the first offset written in it, in
+        order. Appends add the epochs stamped on their batches; truncations, ``delete_records``
+        and retention trim it."""
+        return self._log.epoch_entries()
+
+    @property
+    def latest_epoch(self) -> int | None:
+        """The latest leader epoch of the log (Kafka's latestEpoch), None when none is known."""
+        return self._log.latest_epoch
+
+    def end_offset_for(self, leader_epoch: int) -> OffsetAndEpoch | None:
+        """Kafka's endOffsetForEpoch: the largest known epoch at or below ``leader_epoch`` and
+        the offset where it ends (the start of the next epoch, or the log end offset for the
+        latest). None when undefined: no epoch known, ``leader_epoch`` -1, or above the latest."""
+        return self._log.end_offset_for(arg.integer("leader_epoch", leader_epoch, -1, arg.I32_MAX))
 
     # -- state ------------------------------------------------------------------------------
 

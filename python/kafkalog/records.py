@@ -15,6 +15,7 @@ from ._native import (
     DecodedRecord,
     DeletedSegment,
     EpochEntry,
+    OffsetAndEpoch,
     ReadResult,
     RetentionResult,
     SegmentInfo,
@@ -32,6 +33,7 @@ __all__ = [
     "RetentionResult",
     "DecodedRecord",
     "EpochEntry",
+    "OffsetAndEpoch",
 ]
 
 Header = tuple[str, "bytes | None"]

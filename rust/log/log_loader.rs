@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::leader_epoch_cache::LeaderEpochFileCache;
 use super::local_log::LocalLog;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
@@ -53,6 +54,11 @@ pub struct LoadParams<'a> {
     pub log_start_offset: Option<i64>,
     /// Told, as recovery proceeds, how many segments of this log are left to recover.
     pub progress: Option<&'a (dyn Fn(usize) + Sync)>,
+    /// The leader epoch cache read from the checkpoint, brought in line with the loaded log:
+    /// recovered batches assign their epochs, entries past the log end or before the
+    /// checkpointed log start go, a wiped log clears it (Kafka's `LogLoader` and
+    /// `LogSegment.recover`). Loading changes it in memory only.
+    pub leader_epoch_cache: Option<&'a LeaderEpochFileCache>,
 }
 
 /// What loading found and repaired (Kafka's `LoadedLogOffsets`, plus counts for operators).
@@ -417,6 +423,8 @@ fn recover_or_split(
     local: &LocalLog,
     result: &mut LoadResult,
 ) -> Result<u64> {
+    // A split replaces the segment with parts in [its base, the next segment's base).
+    let next_base = local.segments().higher_segment(segment.base_offset()).map_or(i64::MAX, |s| s.base_offset());
     let outcome = match segment.recover() {
         Err(Error::OffsetOverflow { offset, .. }) => {
             log::warn!(
@@ -444,7 +452,27 @@ fn recover_or_split(
     };
     result.segments_recovered += 1;
     result.bytes_truncated += truncated;
+    if let Some(cache) = params.leader_epoch_cache {
+        for part in local.segments().values_range(segment.base_offset(), next_base) {
+            assign_recovered_epochs(&part, cache)?;
+        }
+    }
     Ok(truncated)
+}
+
+/// What `LogSegment.recover` does to the leader epoch cache: each v2 batch with an epoch above
+/// the cache's latest (or any epoch, when the cache is empty) starts that epoch. Read from the
+/// headers of the segment just recovered (their CRCs were checked by the recovery).
+fn assign_recovered_epochs(segment: &LogSegment, cache: &LeaderEpochFileCache) -> Result<()> {
+    let log = segment.log();
+    log.for_each_header(0, log.size(), |h| {
+        let epoch = h.partition_leader_epoch;
+        if h.magic >= 2 && epoch >= 0 && cache.latest_epoch().is_none_or(|latest| epoch > latest) {
+            cache.assign(epoch, h.base_offset)?;
+        }
+        Ok(true)
+    })?;
+    Ok(())
 }
 
 /// Step 4 (Kafka's `recoverLog` after an unclean shutdown): recovers the segments from the one
@@ -529,6 +557,9 @@ fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut Lo
             result.segments_deleted += all.len();
             result.log_start_wiped = true;
             local.remove_and_delete_segments(&all, params.config)?;
+            if let Some(cache) = params.leader_epoch_cache {
+                cache.clear_and_flush()?;
+            }
         }
     }
     if local.segments().is_empty() {
@@ -546,6 +577,12 @@ fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut Lo
         } else {
             active.resize_indexes(params.config.segment_index_bytes as usize)?;
         }
+    }
+    if let Some(cache) = params.leader_epoch_cache {
+        // Kafka's LogLoader.load: entries past the recovered log end go, and the earliest
+        // entry follows the checkpointed log start.
+        cache.truncate_from_end(result.log_end_offset)?;
+        cache.truncate_from_start(checkpoint_start)?;
     }
     result.recovery_point = if params.had_clean_shutdown {
         result.log_end_offset

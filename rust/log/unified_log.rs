@@ -26,9 +26,11 @@ use crate::util::clock::{system_clock, SharedClock};
 
 mod arguments;
 mod cleaning;
+mod epochs;
 mod retention;
 pub use arguments::{check_first_dirty_offset, check_offset, MAX_OFFSET};
 pub use cleaning::CleaningGuard;
+pub use epochs::OffsetAndEpoch;
 pub use retention::{DeletedSegment, RetentionOptions, RetentionReason, RetentionResult};
 
 /// `ListOffsets` special timestamp: the log start offset.
@@ -187,6 +189,9 @@ pub struct UnifiedLog {
     cleaning_abort: std::sync::atomic::AtomicU32,
     /// The lowest offset the log was truncated to since the cleaner last asked.
     truncated_to: Mutex<Option<i64>>,
+    /// The leader epochs and their start offsets, persisted to `leader-epoch-checkpoint`
+    /// (never written by a read-only log); see `unified_log/epochs.rs`.
+    leader_epoch_cache: crate::log::leader_epoch_cache::LeaderEpochFileCache,
 }
 
 impl UnifiedLog {
@@ -206,6 +211,7 @@ impl UnifiedLog {
         let dir_lock = if options.read_only { None } else { Some(crate::util::file::DirLock::try_lock(dir)?) };
         let progress = options.progress.clone();
         let progress_fn = progress.as_ref().map(|p| move |n: usize| (p.0)(n));
+        let (epoch_cache, stored_epochs) = epochs::load_cache(dir, &topic_partition)?;
         let params = LoadParams {
             config: &config,
             read_only: options.read_only,
@@ -213,8 +219,10 @@ impl UnifiedLog {
             recovery_point: options.recovery_point,
             log_start_offset: options.log_start_offset,
             progress: progress_fn.as_ref().map(|f| f as &(dyn Fn(usize) + Sync)),
+            leader_epoch_cache: Some(&epoch_cache),
         };
         let (local, load) = super::log_loader::load(dir, &params, options.clock.clone())?;
+        let leader_epoch_cache = epochs::finish_load(epoch_cache, &stored_epochs, dir, options.read_only)?;
         let metadata_file = PartitionMetadataFile::new(dir);
         let topic_id = match metadata_file.read() {
             // A malformed file loses the topic id, not the data: Kafka takes the whole log dir
@@ -251,6 +259,7 @@ impl UnifiedLog {
             cleaning: Mutex::new(()),
             cleaning_abort: std::sync::atomic::AtomicU32::new(0),
             truncated_to: Mutex::new(None),
+            leader_epoch_cache,
             failure_channel: options.log_dir_failure_channel,
             log_dir,
         })
@@ -427,6 +436,9 @@ impl UnifiedLog {
         let shallow = analyze(input.bytes(), &config, origin)?;
         let _guard = self.write_lock.lock();
         self.check_open()?;
+        if let AppendInput::Leader { leader_epoch, .. } = input {
+            self.check_leader_epoch_current(leader_epoch)?;
+        }
         let clock = self.local.clock().clone();
         let now = clock.milliseconds();
         let leo = self.log_end_offset();
@@ -472,6 +484,7 @@ impl UnifiedLog {
                 return Err(Error::RecordBatchTooLarge { size, max: max_size });
             }
         }
+        self.assign_epochs_of(records)?;
         self.append_batches(records, now, &config)?;
         let unflushed = self.unflushed_messages.fetch_add(info.record_count, Ordering::AcqRel) + info.record_count;
         let since_flush = now - self.last_flush_ms.load(Ordering::Acquire);
@@ -589,13 +602,21 @@ impl UnifiedLog {
     pub fn delete_records(&self, offset: i64) -> Result<i64> {
         self.check_writable()?;
         let _guard = self.write_lock.lock();
-        let mut o = self.offsets.write();
-        arguments::check_new_log_start(offset, o.log_start, o.high_watermark)?;
-        if offset > o.log_start {
-            o.log_start = offset;
-            o.recovery_point = o.recovery_point.max(offset);
+        let raised = {
+            let mut o = self.offsets.write();
+            arguments::check_new_log_start(offset, o.log_start, o.high_watermark)?;
+            let raised = offset > o.log_start;
+            if raised {
+                o.log_start = offset;
+                o.recovery_point = o.recovery_point.max(offset);
+            }
+            raised
+        };
+        if raised {
+            // Kafka's maybeIncrementLogStartOffset: the first epoch entry follows the log start.
+            self.handle_io(self.leader_epoch_cache.truncate_from_start(offset))?;
         }
-        Ok(o.log_start)
+        Ok(self.log_start_offset())
     }
 
     /// Reads whole batches from `start_offset` (Kafka's `UnifiedLog.read`): at most `max_bytes`,
@@ -786,7 +807,11 @@ impl UnifiedLog {
     fn truncate_to_inner(&self, target: i64) -> Result<bool> {
         self.check_writable()?;
         let _guard = self.write_lock.lock();
-        if target >= self.log_end_offset() {
+        let leo = self.log_end_offset();
+        if target >= leo {
+            // Kafka's truncateTo: an epoch a new leader assigned at the log end, with nothing
+            // written in it, goes even though no record does.
+            self.leader_epoch_cache.truncate_from_end(leo)?;
             return Ok(false);
         }
         let config = self.config();
@@ -798,12 +823,15 @@ impl UnifiedLog {
         self.local.remove_and_delete_segments(&doomed, &config)?;
         let active = self.local.segments().last_segment().ok_or_else(|| Error::illegal_state("log has no segments"))?;
         active.truncate_to(target)?;
-        let mut o = self.offsets.write();
-        o.log_end = target;
-        o.log_end_position = active.size();
-        o.high_watermark = o.high_watermark.min(target);
-        o.recovery_point = o.recovery_point.min(target);
-        o.log_start = o.log_start.min(target);
+        {
+            let mut o = self.offsets.write();
+            o.log_end = target;
+            o.log_end_position = active.size();
+            o.high_watermark = o.high_watermark.min(target);
+            o.recovery_point = o.recovery_point.min(target);
+            o.log_start = o.log_start.min(target);
+        }
+        self.leader_epoch_cache.truncate_from_end(target)?;
         Ok(true)
     }
 
@@ -827,6 +855,7 @@ impl UnifiedLog {
 
     fn truncate_fully_locked(&self, new_offset: i64, config: &LogConfig) -> Result<()> {
         self.local.truncate_fully_and_start_at(new_offset, config)?;
+        self.leader_epoch_cache.clear_and_flush()?;
         let mut o = self.offsets.write();
         *o = Offsets {
             log_start: new_offset,

@@ -46,6 +46,7 @@ pub fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
             }
             Error::InvalidTxnState { .. } => ("InvalidTxnStateError", PyTuple::new(py, [message.clone()])?),
             Error::CorruptSnapshot { .. } => ("CorruptSnapshotError", PyTuple::new(py, [message.clone()])?),
+            Error::FencedLeaderEpoch { .. } => ("FencedLeaderEpochError", PyTuple::new(py, [message.clone()])?),
             _ => ("IllegalStateError", PyTuple::new(py, [message.clone()])?),
         };
         let cls = exception_class(py, name)?;

@@ -12,7 +12,10 @@ use super::arrow::{timestamp_type_id, ArrowColumns, KafkaColumns};
 use super::cleaner::CompactResult;
 use super::decode;
 use super::errors::{run, to_py_err};
-use super::records::{AppendInfo, ConsumerRecord, ReadResult, RetentionResult, SegmentInfo, TimestampAndOffset};
+use super::records::{
+    AppendInfo, ConsumerRecord, EpochEntry, OffsetAndEpoch, ReadResult, RetentionResult, SegmentInfo,
+    TimestampAndOffset,
+};
 use crate::checkpoint::partition_metadata::TopicId;
 use crate::cleaner::{CompactOptions, Compactor};
 use crate::config::CleanerConfig;
@@ -267,6 +270,26 @@ impl PyUnifiedLog {
     #[getter]
     fn size_in_bytes(&self) -> u64 {
         self.inner.size_in_bytes()
+    }
+
+    /// The leader epoch cache's entries, in order (in memory: no I/O).
+    fn epoch_entries(&self) -> Vec<EpochEntry> {
+        self.inner
+            .epoch_entries()
+            .into_iter()
+            .map(|e| EpochEntry { epoch: e.epoch, start_offset: e.start_offset })
+            .collect()
+    }
+    /// The latest leader epoch, None when none is known.
+    #[getter]
+    fn latest_epoch(&self) -> Option<i32> {
+        self.inner.latest_epoch()
+    }
+    /// Kafka's endOffsetForEpoch; None when undefined.
+    fn end_offset_for(&self, leader_epoch: i32) -> Option<OffsetAndEpoch> {
+        self.inner
+            .end_offset_for_epoch(leader_epoch)
+            .map(|r| OffsetAndEpoch { offset: r.offset, leader_epoch: r.leader_epoch })
     }
 
     /// The log's configuration: every key with its value as Kafka prints it, in Kafka's order.

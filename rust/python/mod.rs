@@ -43,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<records::ConsumerRecord>()?;
     m.add_class::<records::ReadResult>()?;
     m.add_class::<records::TimestampAndOffset>()?;
+    m.add_class::<records::OffsetAndEpoch>()?;
     m.add_class::<records::DeletedSegment>()?;
     m.add_class::<records::RetentionResult>()?;
     m.add_class::<records::DecodedRecord>()?;

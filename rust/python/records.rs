@@ -123,6 +123,15 @@ py_result! { sequence
 }
 
 py_result! { sequence
+    /// A leader epoch and where it ends (Kafka's OffsetAndEpoch): the result of end_offset_for.
+    #[module = "kafkalog"]
+    pub struct OffsetAndEpoch {
+        offset: i64,
+        leader_epoch: i32,
+    }
+}
+
+py_result! { sequence
     /// A segment retention deleted.
     #[module = "kafkalog"]
     pub struct DeletedSegment {

@@ -44,6 +44,8 @@ pub struct BatchHeaderInfo {
     pub max_timestamp: i64,
     /// Records count (v2), or -1 when unknown without loading the body.
     pub records_count: i32,
+    /// Partition leader epoch (v2), -1 for legacy entries (which have none).
+    pub partition_leader_epoch: i32,
 }
 
 impl BatchHeaderInfo {
@@ -267,6 +269,7 @@ impl FileRecords {
                 last_offset: first.wrapping_add(i64::from(be_i32(&h, 23))),
                 max_timestamp: be_i64(&h, 35),
                 records_count: be_i32(&h, 57),
+                partition_leader_epoch: be_i32(&h, crate::record::batch::PARTITION_LEADER_EPOCH_OFFSET),
             },
             0 | 1 => BatchHeaderInfo {
                 position,
@@ -276,6 +279,7 @@ impl FileRecords {
                 last_offset: first,
                 max_timestamp: -1,
                 records_count: -1,
+                partition_leader_epoch: -1,
             },
             2 => {
                 return Err(Error::corrupt(

@@ -37,8 +37,9 @@ def test_eio_on_append_names_the_segment(tmp_path):
 def test_counted_faults_and_unknown_ops(tmp_path):
     path = tmp_path / "orders-0"
     with UnifiedLog.open(path) as log:
-        inject_fault(path, "fsync", errno.EIO, times=1)
+        # After the append: its leader-epoch-checkpoint write (epoch 0 is new) fsyncs too.
         log.append([(b"k", b"v")])
+        inject_fault(path, "fsync", errno.EIO, times=1)
         with pytest.raises(KafkaLogIOError, match="fsync"):
             log.flush()
         log.flush()

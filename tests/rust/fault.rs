@@ -62,7 +62,8 @@ fn eio_on_append_names_the_segment_and_leaves_the_log_unchanged() {
 fn enospc_on_write_is_storage_full() {
     let fx = Fixture::new();
     let log = fx.open(&config(&[]));
-    let handle = inject(&fx.dir, FaultOp::Write, libc::ENOSPC, None);
+    // The segment file: the append's first write is the leader-epoch-checkpoint (epoch 0 is new).
+    let handle = inject(&log_file(&fx.dir, 0), FaultOp::Write, libc::ENOSPC, None);
     let err = try_append(&log, "a").expect_err("disk full");
     assert_io(&err, &log_file(&fx.dir, 0), "append", libc::ENOSPC);
     let Error::Io { source, .. } = &err else { unreachable!() };
@@ -92,7 +93,7 @@ fn failed_fsync_does_not_advance_the_recovery_point() {
 fn a_counted_fault_fires_that_many_times() {
     let fx = Fixture::new();
     let log = fx.open(&config(&[]));
-    let _handle = inject(&fx.dir, FaultOp::Write, libc::EIO, Some(1));
+    let _handle = inject(&log_file(&fx.dir, 0), FaultOp::Write, libc::EIO, Some(1));
     assert_io(&try_append(&log, "a").expect_err("first write fails"), &log_file(&fx.dir, 0), "append", libc::EIO);
     assert_eq!(try_append(&log, "b").expect("the second write succeeds"), 0);
     assert_eq!(try_append(&log, "c").expect("and every later one"), 1);

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use kafkalog::error::Error;
+use kafkalog::file_names::LEADER_EPOCH_CHECKPOINT_FILE;
 use kafkalog::log::unified_log::{LogOpenOptions, RecoveryProgressFn};
 use kafkalog::util::fault::{inject, FaultOp};
 use kafkalog::{FetchIsolation, LogConfig, UnifiedLog};
@@ -150,6 +151,7 @@ fn bogus_index_segments_are_removed() {
     assert_eq!(log.load_result().orphan_files_deleted, 4);
     let mut want: Vec<String> =
         [0, 5].iter().flat_map(|b| [".index", ".log", ".timeindex"].map(|s| segment_file_name(*b, s))).collect();
+    want.push(LEADER_EPOCH_CHECKPOINT_FILE.to_string());
     want.sort();
     assert_eq!(file_names(&fx.dir), want);
     assert_eq!(read_all(&log, 0), expected_records(0..10));
@@ -337,7 +339,10 @@ fn log_end_less_than_start_after_reopen() {
     assert_eq!(files_with_suffix(&fx.dir, ".log.deleted").len(), 6);
     fx.clock.advance(cfg.file_delete_delay_ms);
     log.delete_due_files().unwrap();
-    assert_eq!(file_names(&fx.dir), [".index", ".log", ".timeindex"].map(|s| segment_file_name(4, s)));
+    let mut want: Vec<String> = [".index", ".log", ".timeindex"].map(|s| segment_file_name(4, s)).into();
+    want.push(LEADER_EPOCH_CHECKPOINT_FILE.to_string());
+    assert_eq!(file_names(&fx.dir), want);
+    assert_eq!(std::fs::read_to_string(fx.dir.join(LEADER_EPOCH_CHECKPOINT_FILE)).unwrap(), "0\n0\n", "cleared");
     assert_eq!(append_values(&log, T0, &["x"]), 4);
 }
 

@@ -138,6 +138,8 @@ fn a_failing_dir_goes_offline_and_the_last_one_is_fatal() {
     let in_a = m.get_or_create_log(&orders(0), None, None).unwrap();
     let in_b = m.get_or_create_log(&orders(1), None, None).unwrap();
     assert_eq!(in_a.log_dir(), a.as_path());
+    // Epoch 0 assigned first, so the failing write is the segment's, not the epoch checkpoint's.
+    append_values(&in_a, T0, &["before"]);
     let fault = inject(&a, FaultOp::Write, libc::EIO, None);
     let mut batch = crate::common::values_batch(0, T0, &["x"]);
     match in_a.append_as_leader(&mut batch, 0) {

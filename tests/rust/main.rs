@@ -4,6 +4,8 @@
 //! - `arguments`: hostile offsets, paths and names refused before anything changes;
 //! - `unified_log`: the `UnifiedLogTest` selection that applies without producer state;
 //! - `read_only` and `recovery`: opening a live or crashed partition directory;
+//! - `leader_epoch`: Kafka's `LeaderEpochFileCacheTest`, and the epoch cases of `UnifiedLogTest`,
+//!   `LogLoaderTest` and `LogSegmentTest`;
 //! - `log_loader`: Kafka's `LogLoaderTest` (leftovers, indexes, corruption, `.cleaned` / `.swap`, splits);
 //! - `retention`: `delete_old_segments` (Kafka's `UnifiedLogTest` retention cases);
 //! - `model`: a model-based property test of `UnifiedLog` against an in-memory log;
@@ -25,6 +27,7 @@ mod cleaner_threads;
 mod common;
 mod fault;
 mod fuzz;
+mod leader_epoch;
 mod log_cleaner;
 mod log_cleaner_conformance;
 mod log_cleaner_manager;

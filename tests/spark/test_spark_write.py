@@ -100,6 +100,17 @@ def test_round_trip_with_headers_null_keys_and_kafka_partitioning(spark: SparkSe
         assert set(batch_codecs(tmp_path / f"orders-{p}")) <= {3}
 
 
+def test_appends_in_the_partitions_latest_leader_epoch(spark: SparkSession, tmp_path: Path) -> None:
+    """A partition whose latest leader epoch is 3 (as one a Kafka broker wrote): the write appends
+    in epoch 3, not epoch 0, which the log would refuse as a stale leader's."""
+    with UnifiedLog.open(tmp_path / "epochs-0") as log:
+        log.append([(b"k", b"before")], leader_epoch=3)
+    write(spark.createDataFrame([("k", "after")], "key string, value string"), tmp_path, topic="epochs")
+    with UnifiedLog.open(tmp_path / "epochs-0", read_only=True) as log:
+        assert [r.value for r in log.records()] == [b"before", b"after"]
+        assert [(e.epoch, e.start_offset) for e in log.epoch_entries] == [(3, 0)]
+
+
 def test_string_columns_topic_and_partition_columns(spark: SparkSession, tmp_path: Path) -> None:
     write(spark.createDataFrame([("x", "seed")], "key string, value string"), tmp_path, topic="t2", partitions="2")
     write(spark.createDataFrame([("x", "seed")], "key string, value string"), tmp_path, topic="t1")

@@ -157,7 +157,12 @@ class TaskSink:
         # rebuild every record once more in Python. Batches are sized to fit max.message.bytes
         # and the segment size (the writer refused every record that cannot fit alone).
         batch_size = grouping_size(self.opts.batch_limit.bytes, self.opts.compression, self.batch_bytes)
-        info = log._log.append_records(records, self.opts.compression, 0, batch_size, int(time.time() * 1000))
+        # Appended in the partition's latest leader epoch (0 for a new one): an older epoch would
+        # be refused as a stale leader's (FencedLeaderEpochError), e.g. in a partition Kafka wrote.
+        epoch = log._log.latest_epoch
+        info = log._log.append_records(
+            records, self.opts.compression, 0 if epoch is None else epoch, batch_size, int(time.time() * 1000)
+        )
         seen = self.appended.get(tp)
         if seen is None:
             self.appended[tp] = [info.first_offset, info.last_offset, len(records)]

@@ -239,11 +239,19 @@ impl UnifiedLog {
         if let Some(first_kept) =
             self.local.segments().higher_segment(doomed.last().map_or(i64::MIN, |s| s.base_offset()))
         {
-            let mut o = self.offsets.write();
-            let new_start = first_kept.base_offset().min(o.high_watermark);
-            if new_start > o.log_start {
-                o.log_start = new_start;
-                o.recovery_point = o.recovery_point.max(new_start);
+            let raised = {
+                let mut o = self.offsets.write();
+                let new_start = first_kept.base_offset().min(o.high_watermark);
+                let raised = new_start > o.log_start;
+                if raised {
+                    o.log_start = new_start;
+                    o.recovery_point = o.recovery_point.max(new_start);
+                }
+                raised.then_some(new_start)
+            };
+            if let Some(new_start) = raised {
+                // Kafka's maybeIncrementLogStartOffset: the first epoch entry follows.
+                self.leader_epoch_cache.truncate_from_start(new_start)?;
             }
         }
         self.local.remove_and_delete_segments(&doomed, &config)?;
