@@ -103,8 +103,14 @@ def _native_headers(at: str, headers: Any) -> list[tuple[bytes, bytes | None]]:
     return out
 
 
-def _leader_epoch(value: Any) -> int:
-    return arg.integer("leader_epoch", value, -1, arg.I32_MAX, f"must be in [-1, {arg.I32_MAX}] (-1: no leader epoch)")
+def _leader_epoch(value: Any, log: _native.UnifiedLog) -> int:
+    """``leader_epoch`` checked; None is the log's latest epoch (0 when it has none)."""
+    if value is None:
+        latest = log.latest_epoch
+        return 0 if latest is None else latest
+    return arg.integer(
+        "leader_epoch", value, -1, arg.I32_MAX, f"must be in [-1, {arg.I32_MAX}] (-1: no leader epoch), or None"
+    )
 
 
 class UnifiedLog:
@@ -168,23 +174,25 @@ class UnifiedLog:
         records: Iterable[Record | tuple[Any, Any]],
         *,
         compression: str = "none",
-        leader_epoch: int = 0,
+        leader_epoch: int | None = None,
         batch_size: int = 16384,
     ) -> AppendInfo:
         """Appends records as the leader. They are grouped into v2 batches of at most
         ``batch_size`` bytes (as a producer's ``batch.size``), compressed with ``compression``
         (none, gzip, snappy, lz4, zstd), validated, and given offsets from the log end. They are
-        stamped with ``leader_epoch``, which starts a new entry in ``epoch_entries`` when newer
-        than ``latest_epoch``; an older one raises FencedLeaderEpochError (a stale leader's)."""
+        stamped with ``leader_epoch`` (by default the log's ``latest_epoch``, or 0 in a log that has
+        none), which starts a new entry in ``epoch_entries`` when newer than ``latest_epoch``; an
+        older one raises FencedLeaderEpochError (a stale leader's)."""
         compression = arg.string("compression", compression, _CODECS)
-        leader_epoch = _leader_epoch(leader_epoch)
+        leader_epoch = _leader_epoch(leader_epoch, self._log)
         batch_size = arg.integer("batch_size", batch_size, 0, arg.I32_MAX)
         native = [_native_record(i, r) for i, r in enumerate(records)]
         return self._log.append_records(native, compression, leader_epoch, batch_size, int(time.time() * 1000))
 
-    def append_batch(self, raw: bytes, *, leader_epoch: int = 0) -> AppendInfo:
-        """Appends bytes holding one or more v2 batches as a producer sends them."""
-        return self._log.append_batch(arg.data("raw", raw), _leader_epoch(leader_epoch))
+    def append_batch(self, raw: bytes, *, leader_epoch: int | None = None) -> AppendInfo:
+        """Appends bytes holding one or more v2 batches as a producer sends them, stamped with
+        ``leader_epoch`` as :meth:`append` does."""
+        return self._log.append_batch(arg.data("raw", raw), _leader_epoch(leader_epoch, self._log))
 
     def append_as_follower(self, raw: bytes) -> AppendInfo:
         """Appends batches whose offsets are already assigned; they must follow the log end."""

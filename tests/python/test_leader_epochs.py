@@ -89,3 +89,20 @@ def test_bad_epoch_arguments_and_malformed_checkpoint(tmp_path):
     ckpt.write_text("0\n1\n3 zero\n")
     with pytest.raises(kafkalog.exceptions.IllegalStateError, match=r"leader-epoch-checkpoint at line 3"):
         UnifiedLog.open(tmp_path / "orders-2")
+
+
+def test_appends_default_to_the_latest_epoch_and_a_stale_one_is_refused(tmp_path):
+    """Without leader_epoch an append uses the log's latest epoch (0 in a log with none), so a
+    partition a broker wrote in a later epoch takes appends as it is; an explicit older epoch is
+    a stale leader's and writes nothing."""
+    with UnifiedLog.open(tmp_path / "orders-0") as log:
+        log.append(values(2, "a"))
+        assert log.epoch_entries == [EpochEntry(0, 0)]
+        log.append(values(2, "b"), leader_epoch=7)
+        log.append(values(3, "c"))
+        log.append_batch(batches.build(0, values(1, "d")))
+        # Stamped 7, not 0: an append in epoch 0 after epoch 7 would have been refused.
+        assert log.epoch_entries == [EpochEntry(0, 0), EpochEntry(7, 2)]
+        with pytest.raises(FencedLeaderEpochError, match="older than the partition's latest leader epoch 7"):
+            log.append(values(1, "e"), leader_epoch=6)
+        assert log.log_end_offset == 8
