@@ -1,7 +1,7 @@
 //! A segment's `.txnindex` follows the log's truncation (Kafka's `LogSegment.truncateTo`
 //! truncates its `TransactionIndex` with the other indexes).
 
-use kafkalog::cleaner::filter::AbortedTxn;
+use kafkalog::index::transaction_index::AbortedTxn;
 use kafkalog::index::transaction_index::ENTRY_SIZE;
 
 use crate::common::{append_values, config, Fixture, T0};
