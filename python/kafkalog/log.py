@@ -20,6 +20,7 @@ from .arrow import KAFKA_SCHEMA, columns_to_record_batch
 from .cleaner import CompactResult
 from .exceptions import IllegalStateError, InvalidArgumentTypeError
 from .records import (
+    AbortedTransaction,
     AppendInfo,
     ConsumerRecord,
     ReadResult,
@@ -380,6 +381,17 @@ class UnifiedLog:
         InvalidArgumentError."""
         return self._log.offset_for_timestamp(
             arg.integer("timestamp", timestamp, 0, arg.I64_MAX, arg.TIMESTAMP_QUERIES, native=(arg.I64_MIN, arg.I64_MAX))
+        )
+
+    def aborted_transactions(self, start: int | None = None, end: int | None = None) -> list[AbortedTransaction]:
+        """The aborted transactions, read from the segments' .txnindex files, that overlap
+        [start, end) (defaults: log start, log end): those whose ABORT marker is at or after
+        ``start`` and whose first offset is before ``end``; what a read_committed fetch at
+        ``start`` ending at ``end`` returns with its records (Kafka's AbortedTxn entries). A
+        negative offset raises InvalidArgumentError; an empty range has none."""
+        start, end = arg.range_bound("start", start), arg.range_bound("end", end)
+        return self._log.aborted_transactions(
+            self.log_start_offset if start is None else start, self.log_end_offset if end is None else end
         )
 
     # -- state ------------------------------------------------------------------------------

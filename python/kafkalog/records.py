@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._native import (
+    AbortedTransaction,
     AppendInfo,
     ConsumerRecord,
     DecodedRecord,
@@ -32,6 +33,7 @@ __all__ = [
     "RetentionResult",
     "DecodedRecord",
     "EpochEntry",
+    "AbortedTransaction",
 ]
 
 Header = tuple[str, "bytes | None"]
