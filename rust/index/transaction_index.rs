@@ -105,6 +105,15 @@ pub struct TxnIndexSearchResult {
     pub is_complete: bool,
 }
 
+/// What an index knows of its last entry's last offset.
+#[derive(Debug, Clone, Copy)]
+enum LastOffset {
+    /// Not read yet.
+    Unknown,
+    /// The last entry's last offset, `None` when the index has no entry.
+    Known(Option<i64>),
+}
+
 /// One segment's `.txnindex`. Mirrors Kafka's `TransactionIndex`.
 ///
 /// Thread-safety: `&self` reads may run concurrently; `&mut self` writes need exclusive access.
@@ -115,10 +124,10 @@ pub struct TransactionIndex {
     writable: bool,
     /// The open file and its length, once an append, truncation or reset opened it.
     file: Option<(File, u64)>,
-    /// The last entry's last offset, once known (`Some(None)`: known to be empty). Kafka knows
-    /// it only after an append or truncation in this process; kafkalog reads the last entry on
-    /// the first append, so an append below an entry of a reopened file is refused too.
-    last_offset: Option<Option<i64>>,
+    /// The last entry's last offset, once known (`None` inside: no entry). Kafka knows it
+    /// only after an append or truncation in this process; kafkalog reads the last entry on the
+    /// first append, so an append below an entry of a reopened file is refused too.
+    last_offset: LastOffset,
 }
 
 impl TransactionIndex {
@@ -126,7 +135,7 @@ impl TransactionIndex {
     /// until needed; a read-only index never writes.
     #[must_use]
     pub fn new(start_offset: i64, path: PathBuf, writable: bool) -> Self {
-        TransactionIndex { start_offset, path, writable, file: None, last_offset: None }
+        TransactionIndex { start_offset, path, writable, file: None, last_offset: LastOffset::Unknown }
     }
 
     /// The file's path (it may not exist).
@@ -171,7 +180,7 @@ impl TransactionIndex {
             .and_then(|()| file.write_all_at(&txn.to_bytes(), *len))
             .map_err(|e| Error::io(&path, "write", e))?;
         *len += AbortedTxn::SIZE as u64;
-        self.last_offset = Some(Some(txn.last_offset));
+        self.last_offset = LastOffset::Known(Some(txn.last_offset));
         Ok(())
     }
 
@@ -197,7 +206,7 @@ impl TransactionIndex {
         if self.exists() {
             self.set_len(0)?;
         }
-        self.last_offset = Some(None);
+        self.last_offset = LastOffset::Known(None);
         Ok(())
     }
 
@@ -213,7 +222,7 @@ impl TransactionIndex {
         for (position, txn) in self.entries(&bytes)? {
             if txn.last_offset >= offset {
                 self.set_len(position)?;
-                self.last_offset = Some(previous);
+                self.last_offset = LastOffset::Known(previous);
                 return Ok(bytes.len() as u64 - position);
             }
             previous = Some(txn.last_offset);
@@ -260,7 +269,7 @@ impl TransactionIndex {
         let bytes = self.read_bytes()?;
         if !bytes.len().is_multiple_of(AbortedTxn::SIZE) {
             let whole = bytes.len() / AbortedTxn::SIZE * AbortedTxn::SIZE;
-            return Err(self.corrupt(format!(
+            return Err(self.corrupt(&format!(
                 "found {} bytes, which is not a multiple of the {}-byte entry size (a partial entry at position \
                  {whole})",
                 bytes.len(),
@@ -269,7 +278,7 @@ impl TransactionIndex {
         }
         for (position, txn) in self.entries(&bytes)? {
             if txn.last_offset < self.start_offset {
-                return Err(self.corrupt(format!(
+                return Err(self.corrupt(&format!(
                     "the last offset of aborted transaction {txn} at position {position} is less than the start \
                      offset {}",
                     self.start_offset
@@ -310,18 +319,18 @@ impl TransactionIndex {
     /// `Io` if the file exists but cannot be deleted.
     pub fn delete_if_exists(&mut self) -> Result<bool> {
         self.close();
-        self.last_offset = None;
+        self.last_offset = LastOffset::Unknown;
         crate::util::file::delete_if_exists(&self.path)
     }
 
     /// The last entry's last offset, read from the file the first time.
     fn known_last_offset(&mut self) -> Result<Option<i64>> {
-        if let Some(known) = self.last_offset {
+        if let LastOffset::Known(known) = self.last_offset {
             return Ok(known);
         }
         let bytes = self.read_bytes()?;
         if !bytes.len().is_multiple_of(AbortedTxn::SIZE) {
-            return Err(self.corrupt(format!(
+            return Err(self.corrupt(&format!(
                 "found {} bytes, which is not a multiple of the {}-byte entry size; refusing to append after a \
                  partial entry",
                 bytes.len(),
@@ -329,7 +338,7 @@ impl TransactionIndex {
             )));
         }
         let last = self.entries(&bytes)?.last().map(|(_, txn)| txn.last_offset);
-        self.last_offset = Some(last);
+        self.last_offset = LastOffset::Known(last);
         Ok(last)
     }
 
@@ -358,7 +367,7 @@ impl TransactionIndex {
                 let position = (n * AbortedTxn::SIZE) as u64;
                 match AbortedTxn::decode(entry) {
                     (AbortedTxn::CURRENT_VERSION, txn) => Ok((position, txn)),
-                    (version, _) => Err(self.corrupt(format!(
+                    (version, _) => Err(self.corrupt(&format!(
                         "unexpected aborted transaction version {version} at position {position}; the current \
                          version is {}",
                         AbortedTxn::CURRENT_VERSION
@@ -394,7 +403,7 @@ impl TransactionIndex {
         Ok(())
     }
 
-    fn corrupt(&self, reason: String) -> Error {
+    fn corrupt(&self, reason: &str) -> Error {
         Error::CorruptIndex { file: self.path.clone(), reason: format!("transaction index: {reason}") }
     }
 }
