@@ -488,17 +488,9 @@ impl LogSegment {
     ///
     /// Without producer state to rebuild it from, the `.txnindex` is kept (Kafka's broker and
     /// kafkalog's cleaner wrote it), cut to the transactions whose markers survive; see
-    /// [`Self::recover_rebuilding_txn_index`].
+    /// `recover_rebuilding_txn_index` (`log_segment/txn.rs`).
     pub fn recover(&self) -> Result<u64> {
         self.recover_with(None)
-    }
-
-    /// [`Self::recover`] that also rebuilds the `.txnindex` as Kafka's does: the index is reset
-    /// first, and `producer_state` is shown every valid v2 batch in order (Kafka's
-    /// `updateProducerState`); the aborted transaction it returns for an ABORT marker, with
-    /// the last stable offset then, is appended (Kafka's `updateTxnIndex`).
-    pub fn recover_rebuilding_txn_index(&self, producer_state: &mut RecoveredBatchFn<'_>) -> Result<u64> {
-        self.recover_with(Some(producer_state))
     }
 
     fn recover_with(&self, mut producer_state: Option<&mut RecoveredBatchFn<'_>>) -> Result<u64> {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use parking_lot::RwLockReadGuard;
 
-use super::LogSegment;
+use super::{LogSegment, RecoveredBatchFn};
 use crate::error::Result;
 use crate::index::transaction_index::{AbortedTxn, TransactionIndex, TxnIndexSearchResult};
 
@@ -24,6 +24,17 @@ impl LogSegment {
     /// only once the segment indexed an aborted transaction, or another writer made it).
     pub fn txn_index_path(&self) -> PathBuf {
         self.txn_index.read().path().to_path_buf()
+    }
+
+    /// [`LogSegment::recover`] that also rebuilds the `.txnindex` as Kafka's does: the index is
+    /// reset first, and `producer_state` is shown every valid v2 batch in order (Kafka's
+    /// `updateProducerState`); the aborted transaction it returns for an ABORT marker, with the
+    /// last stable offset then, is appended (Kafka's `updateTxnIndex`).
+    ///
+    /// # Errors
+    /// As [`LogSegment::recover`], and what `producer_state` returns.
+    pub fn recover_rebuilding_txn_index(&self, producer_state: &mut RecoveredBatchFn<'_>) -> Result<u64> {
+        self.recover_with(Some(producer_state))
     }
 
     /// Indexes an aborted transaction whose ABORT marker was appended to this segment (Kafka's
