@@ -32,6 +32,7 @@ from .exceptions import (
 from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, UnifiedLog
 from .manager import CleanerStatus, CleanOutcome, DirLoadSummary, DirRecoveryProgress, LogDirInfo, LogManager
 from .records import (
+    AbortedTransaction,
     AppendInfo,
     ConsumerRecord,
     DecodedRecord,
@@ -74,6 +75,7 @@ __all__ = [
     "DecodedRecord",
     "EpochEntry",
     "OffsetAndEpoch",
+    "AbortedTransaction",
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",

@@ -20,6 +20,7 @@ from .arrow import KAFKA_SCHEMA, columns_to_record_batch
 from .cleaner import CompactResult
 from .exceptions import IllegalStateError, InvalidArgumentTypeError
 from .records import (
+    AbortedTransaction,
     AppendInfo,
     ConsumerRecord,
     EpochEntry,
@@ -414,6 +415,19 @@ class UnifiedLog:
         the offset where it ends (the start of the next epoch, or the log end offset for the
         latest). None when undefined: no epoch known, ``leader_epoch`` -1, or above the latest."""
         return self._log.end_offset_for(arg.integer("leader_epoch", leader_epoch, -1, arg.I32_MAX))
+
+    # -- transactions -----------------------------------------------------------------------
+
+    def aborted_transactions(self, start: int | None = None, end: int | None = None) -> list[AbortedTransaction]:
+        """The aborted transactions, read from the segments' .txnindex files, that overlap
+        [start, end) (defaults: log start, log end): those whose ABORT marker is at or after
+        ``start`` and whose first offset is before ``end``; what a read_committed fetch at
+        ``start`` ending at ``end`` returns with its records (Kafka's AbortedTxn entries). A
+        negative offset raises InvalidArgumentError; an empty range has none."""
+        start, end = arg.range_bound("start", start), arg.range_bound("end", end)
+        return self._log.aborted_transactions(
+            self.log_start_offset if start is None else start, self.log_end_offset if end is None else end
+        )
 
     # -- state ------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._native import (
+    AbortedTransaction,
     AppendInfo,
     ConsumerRecord,
     DecodedRecord,
@@ -34,6 +35,7 @@ __all__ = [
     "DecodedRecord",
     "EpochEntry",
     "OffsetAndEpoch",
+    "AbortedTransaction",
 ]
 
 Header = tuple[str, "bytes | None"]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::cleaner_stats::CleanerStats;
-use super::filter::{AbortedTxn, CleanedTransactionMetadata, CleanerFilter, LastRecord};
+use super::filter::{CleanedTransactionMetadata, CleanerFilter, LastRecord};
 use super::io_buffers::IoBuffers;
 use super::log_to_clean::{calculate_cleanable_bytes, LogToClean};
 use super::mapped_records::{MappedRecords, TRACKED_OFFSETS_PER_SLOT};
@@ -17,6 +17,7 @@ use super::offset_map::SkimpyOffsetMap;
 use super::producer_scan::ProducerScan;
 use super::throttler::Throttler;
 use crate::error::{Error, Result};
+use crate::index::transaction_index::AbortedTxn;
 use crate::log::unified_log::{CleaningGuard, UnifiedLog};
 use crate::record::records::BatchIter;
 use crate::segment::log_segment::LogSegment;
@@ -421,12 +422,9 @@ impl Cleaner {
             let copied = self.bufs.copy_prefix(&group[0], cleaned, unwritten)?;
             stats.add_throttled(self.throttler.maybe_throttle(copied as f64));
         }
-        if !aborted.is_empty() {
-            let mut bytes = Vec::with_capacity(aborted.len() * AbortedTxn::SIZE);
-            for t in &aborted {
-                t.write_to(&mut bytes);
-            }
-            crate::util::file::write_new_file(&cleaned.txn_index_path(), &bytes)?;
+        // Kafka's `cleanedIndex.append`; `cleaned.flush()` below makes the entries durable.
+        for t in &aborted {
+            cleaned.update_txn_index(*t)?;
         }
         cleaned.on_become_inactive_segment()?;
         cleaned.flush()?;

@@ -27,41 +27,13 @@ use super::mapped_records::{BatchFate, MappedRecords};
 use super::md5_keys::hash_record_keys;
 use super::offset_map::{KeyHash, SkimpyOffsetMap};
 use crate::error::{Error, Result};
+use crate::index::transaction_index::AbortedTxn;
 use crate::record::batch::{RecordBatch, MAGIC_V2};
 use crate::record::builder::{write_empty_header, BatchBuilder, BatchHeader};
 use crate::record::control::ControlRecordType;
 use crate::record::default_record::Record;
 use crate::record::records::AnyBatch;
 use crate::record::TimestampType;
-
-/// A transaction that was aborted: its producer and offset range (Kafka's `AbortedTxn`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AbortedTxn {
-    /// Producer id.
-    pub producer_id: i64,
-    /// First offset of the transaction's data.
-    pub first_offset: i64,
-    /// Offset of the ABORT marker.
-    pub last_offset: i64,
-    /// The last stable offset when the transaction ended: the first offset of the earliest
-    /// other transaction still open then, or the marker's offset + 1.
-    pub last_stable_offset: i64,
-}
-
-impl AbortedTxn {
-    /// Bytes of one `.txnindex` entry.
-    pub const SIZE: usize = 34;
-
-    /// The 34-byte `.txnindex` entry (Kafka's `AbortedTxn`): version 0, producer id, first
-    /// offset, last offset, last stable offset, big-endian.
-    pub fn write_to(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&0i16.to_be_bytes());
-        out.extend_from_slice(&self.producer_id.to_be_bytes());
-        out.extend_from_slice(&self.first_offset.to_be_bytes());
-        out.extend_from_slice(&self.last_offset.to_be_bytes());
-        out.extend_from_slice(&self.last_stable_offset.to_be_bytes());
-    }
-}
 
 /// What a producer last wrote (Kafka's `LastRecord`): its last data batch's last offset, if
 /// any, and its current epoch.

@@ -10,8 +10,9 @@
 
 use std::collections::HashMap;
 
-use super::filter::{control_type, AbortedTxn, LastRecord};
+use super::filter::{control_type, LastRecord};
 use crate::error::Result;
+use crate::index::transaction_index::AbortedTxn;
 use crate::log::unified_log::UnifiedLog;
 use crate::record::batch::{
     be_i16, be_i32, be_i64, RecordBatch, ATTRIBUTES_OFFSET, BASE_OFFSET_OFFSET, CONTROL_FLAG_MASK,

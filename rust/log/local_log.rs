@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::file_names::{CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, SWAP_FILE_SUFFIX};
+use crate::index::transaction_index::AbortedTxn;
 use crate::segment::log_segment::LogSegment;
 use crate::segment::log_segments::LogSegments;
 use crate::util::clock::SharedClock;
@@ -170,6 +171,34 @@ impl LocalLog {
         }
         crate::util::file::fsync_dir(&self.dir)?;
         self.schedule_deletion(&old, config)
+    }
+
+    /// The aborted transactions that overlap `[fetch_offset, upper_bound_offset)`, read from the
+    /// `.txnindex` of the segment holding `base_offset` and of the segments after it, until one
+    /// segment's search is complete: an entry's last stable offset reached the upper bound
+    /// (Kafka's `LocalLog.collectAbortedTransactions(logStartOffset, baseOffset,
+    /// upperBoundOffset)`, whose fetch offset is the log start offset). Empty when no segment
+    /// holds `base_offset`.
+    ///
+    /// # Errors
+    /// `CorruptIndex` naming the file and position of an entry of an unknown version; `Io`.
+    pub fn collect_aborted_transactions(
+        &self,
+        fetch_offset: i64,
+        base_offset: i64,
+        upper_bound_offset: i64,
+    ) -> Result<Vec<AbortedTxn>> {
+        let mut aborted = Vec::new();
+        let mut segment = self.segments.floor_segment(base_offset);
+        while let Some(s) = segment {
+            let result = s.collect_aborted_txns(fetch_offset, upper_bound_offset)?;
+            aborted.extend(result.aborted_transactions);
+            if result.is_complete {
+                break;
+            }
+            segment = self.segments.higher_segment(s.base_offset());
+        }
+        Ok(aborted)
     }
 
     /// Queues segments already renamed `.deleted` for unlinking after `file.delete.delay.ms`.

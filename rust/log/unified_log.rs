@@ -24,6 +24,7 @@ use crate::record::records::{AnyBatch, BatchIter};
 use crate::segment::log_segment::{LogSegment, RollParams, TimestampAndOffset};
 use crate::util::clock::{system_clock, SharedClock};
 
+mod aborted_txns;
 mod arguments;
 mod cleaning;
 mod epochs;

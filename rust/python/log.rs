@@ -13,8 +13,8 @@ use super::cleaner::CompactResult;
 use super::decode;
 use super::errors::{run, to_py_err};
 use super::records::{
-    AppendInfo, ConsumerRecord, EpochEntry, OffsetAndEpoch, ReadResult, RetentionResult, SegmentInfo,
-    TimestampAndOffset,
+    AbortedTransaction, AppendInfo, ConsumerRecord, EpochEntry, OffsetAndEpoch, ReadResult, RetentionResult,
+    SegmentInfo, TimestampAndOffset,
 };
 use crate::checkpoint::partition_metadata::TopicId;
 use crate::cleaner::{CompactOptions, Compactor};
@@ -338,6 +338,13 @@ impl PyUnifiedLog {
         let log = self.inner.clone();
         let found = run(py, move || log.offset_for_timestamp(timestamp))?;
         Ok(found.map(|t| TimestampAndOffset { timestamp: t.timestamp, offset: t.offset, leader_epoch: t.leader_epoch }))
+    }
+
+    /// The aborted transactions of the `.txnindex` files that overlap `[start, end)`.
+    fn aborted_transactions(&self, py: Python<'_>, start: i64, end: i64) -> PyResult<Vec<AbortedTransaction>> {
+        let log = self.inner.clone();
+        let found = run(py, move || log.aborted_transactions(start, end))?;
+        Ok(found.iter().map(AbortedTransaction::from).collect())
     }
 
     /// The topic id in `partition.metadata`, or None.

@@ -48,6 +48,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<records::RetentionResult>()?;
     m.add_class::<records::DecodedRecord>()?;
     m.add_class::<records::EpochEntry>()?;
+    m.add_class::<records::AbortedTransaction>()?;
     m.add_class::<manager::DirRecoveryProgress>()?;
     m.add_class::<manager::DirLoadSummary>()?;
     m.add_class::<manager::LogDirInfo>()?;

@@ -251,3 +251,31 @@ py_result! { sequence
         start_offset: i64,
     }
 }
+
+py_result! { record
+    /// An aborted transaction recorded in a segment's .txnindex (Kafka's AbortedTxn): the
+    /// producer, the transaction's offsets up to its ABORT marker, and the last stable offset
+    /// when it was aborted. A read_committed consumer drops the producer's records from
+    /// first_offset to the marker.
+    #[module = "kafkalog"]
+    pub struct AbortedTransaction {
+        producer_id: i64,
+        /// The offset of the transaction's first record.
+        first_offset: i64,
+        /// The offset of its ABORT marker.
+        last_offset: i64,
+        /// The last stable offset when it was aborted.
+        last_stable_offset: i64,
+    }
+}
+
+impl From<&crate::index::transaction_index::AbortedTxn> for AbortedTransaction {
+    fn from(t: &crate::index::transaction_index::AbortedTxn) -> Self {
+        AbortedTransaction {
+            producer_id: t.producer_id,
+            first_offset: t.first_offset,
+            last_offset: t.last_offset,
+            last_stable_offset: t.last_stable_offset,
+        }
+    }
+}

@@ -1,5 +1,6 @@
 //! One segment of a partition's log (Kafka's `LogSegment`): the `.log` data file plus its
-//! lazily mapped `.index` and `.timeindex`.
+//! lazily mapped `.index` and `.timeindex`, and its `.txnindex` (created on the first aborted
+//! transaction; see `log_segment/txn.rs`).
 //!
 //! Thread-safety: safe for concurrent readers while one writer appends. The owner (the log)
 //! serialises appends, truncation, recovery, roll and renames under its write lock.
@@ -8,18 +9,17 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::UNIX_EPOCH;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use super::file_records::{BatchHeaderInfo, FileRecords};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::file_names::{
-    log_file, offset_index_file, time_index_file, transaction_index_file, with_suffix, LOG_FILE_SUFFIX,
-};
+use crate::file_names::{log_file, offset_index_file, time_index_file, transaction_index_file, with_suffix};
 use crate::index::lazy::LazyIndex;
 use crate::index::offset_index::{OffsetIndex, OffsetPosition};
 use crate::index::time_index::{TimeIndex, TimestampOffset};
-use crate::record::records::BatchIter;
+use crate::index::transaction_index::{AbortedTxn, TransactionIndex};
+use crate::record::records::{AnyBatch, BatchIter};
 use crate::util::clock::SharedClock;
 
 /// Bytes of one fetch from a segment: a position and length in the `.log` file, ending at a
@@ -72,6 +72,13 @@ struct SegmentState {
     record_count: Option<u64>,
 }
 
+mod txn;
+
+/// What recovery shows producer state for each valid v2 batch (Kafka's `updateProducerState`
+/// in `LogSegment.recover`): the aborted transaction the batch completes, if any, with the
+/// last stable offset then, for the `.txnindex`.
+pub type RecoveredBatchFn<'a> = dyn FnMut(&AnyBatch<'_>) -> Result<Option<AbortedTxn>> + 'a;
+
 /// One segment. Mirrors Kafka's `LogSegment`.
 #[derive(Debug)]
 pub struct LogSegment {
@@ -79,6 +86,8 @@ pub struct LogSegment {
     log: FileRecords,
     offset_index: LazyIndex<OffsetIndex>,
     time_index: LazyIndex<TimeIndex>,
+    /// The `.txnindex`: read under the read lock, written under the write lock.
+    txn_index: RwLock<TransactionIndex>,
     index_interval_bytes: u64,
     rolling_jitter_ms: i64,
     read_only: bool,
@@ -119,12 +128,18 @@ impl LogSegment {
             max_index,
             read_only,
         );
+        let txn_index = TransactionIndex::new(
+            base_offset,
+            with_suffix(&transaction_index_file(dir, base_offset), file_suffix),
+            !read_only,
+        );
         let now = clock.milliseconds();
         Ok(LogSegment {
             base_offset,
             log,
             offset_index,
             time_index,
+            txn_index: RwLock::new(txn_index),
             index_interval_bytes: config.index_interval_bytes as u64,
             rolling_jitter_ms: 0,
             read_only,
@@ -470,12 +485,23 @@ impl LogSegment {
 
     /// Rebuilds both indexes from the data, validating every batch, and truncates the file at
     /// the first invalid byte (`LogSegment.recover`). Returns the number of bytes truncated.
+    ///
+    /// Without producer state to rebuild it from, the `.txnindex` is kept (Kafka's broker and
+    /// kafkalog's cleaner wrote it), cut to the transactions whose markers survive; see
+    /// `recover_rebuilding_txn_index` (`log_segment/txn.rs`).
     pub fn recover(&self) -> Result<u64> {
+        self.recover_with(None)
+    }
+
+    fn recover_with(&self, mut producer_state: Option<&mut RecoveredBatchFn<'_>>) -> Result<u64> {
         if self.read_only {
             return Err(Error::ReadOnly { path: self.path() });
         }
         self.offset_index.get_mut()?.reset()?;
         self.time_index.get_mut()?.reset()?;
+        if producer_state.is_some() {
+            self.txn_index.write().reset()?;
+        }
         let mut valid: u64 = 0;
         let mut last_offset = i64::MIN;
         let mut last_index_entry: u64 = 0;
@@ -506,6 +532,11 @@ impl LogSegment {
             first_ts.get_or_insert(batch.max_timestamp());
             count += batch.record_count()?;
             valid += batch.size_in_bytes() as u64;
+            if let (Some(f), true) = (producer_state.as_mut(), batch.magic() >= 2) {
+                if let Some(aborted) = f(&batch)? {
+                    self.update_txn_index(aborted)?;
+                }
+            }
             Ok(true)
         });
         match scan {
@@ -519,6 +550,10 @@ impl LogSegment {
             self.warn_invalid_tail(valid, invalid);
         }
         self.log.truncate_to(valid)?;
+        // No marker past the valid data stays indexed (one cut with the data, or one whose
+        // index entry reached the disk before it did); a rebuilt index has none.
+        let next_offset = if valid == 0 { self.base_offset } else { last_offset.saturating_add(1) };
+        self.txn_index.write().truncate_to(next_offset)?;
         self.offset_index.get_mut()?.trim_to_valid_size()?;
         self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, true)?;
         self.time_index.get_mut()?.trim_to_valid_size()?;
@@ -606,7 +641,7 @@ impl LogSegment {
             let max = ti.max_index_size();
             ti.resize(max)?;
         }
-        crate::index::transaction_index::truncate_to(&self.txn_index_path(), offset)?;
+        self.txn_index.write().truncate_to(offset)?;
         // As in Kafka, an empty segment restarts its creation time even when nothing was cut.
         let truncated = match mapping {
             // Truncating to the base offset empties the segment whatever offsets it holds.
@@ -750,8 +785,9 @@ impl LogSegment {
         Ok(())
     }
 
-    /// Fsyncs the data and both indexes.
+    /// Fsyncs the data and the indexes.
     pub fn flush(&self) -> Result<()> {
+        self.txn_index.read().flush()?;
         self.log.flush()?;
         if self.offset_index.is_loaded() {
             self.offset_index.get()?.flush()?;
@@ -783,6 +819,7 @@ impl LogSegment {
         } else {
             self.time_index.create_empty_if_missing()?;
         }
+        self.txn_index.write().close();
         self.log.trim()
     }
 
@@ -797,22 +834,10 @@ impl LogSegment {
         let dir = self.path().parent().map(Path::to_path_buf).unwrap_or_default();
         self.offset_index.rename_to(&with_suffix(&offset_index_file(&dir, self.base_offset), new_suffix))?;
         self.time_index.rename_to(&with_suffix(&time_index_file(&dir, self.base_offset), new_suffix))?;
-        // The `.txnindex` exists only when the segment holds aborted transactions (Kafka's
-        // cleaner writes it for cleaned segments; Kafka's broker for every segment).
-        let txn = with_suffix(&transaction_index_file(&dir, self.base_offset), old_suffix);
-        if txn.exists() {
-            crate::util::file::rename(&txn, &with_suffix(&transaction_index_file(&dir, self.base_offset), new_suffix))?;
-        }
-        Ok(())
-    }
-
-    /// The segment's `.txnindex` path, with the same suffix as its `.log` file.
-    pub fn txn_index_path(&self) -> PathBuf {
-        let log = self.path();
-        let name = log.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let suffix = name.split_once(LOG_FILE_SUFFIX).map_or("", |(_, rest)| rest).to_string();
-        let dir = log.parent().map(Path::to_path_buf).unwrap_or_default();
-        with_suffix(&transaction_index_file(&dir, self.base_offset), &suffix)
+        // The `.txnindex` is renamed only if it exists (Kafka's `TransactionIndex.renameTo`).
+        let mut txn = self.txn_index.write();
+        let renamed = rename(txn.path().to_path_buf());
+        txn.rename_to(renamed)
     }
 
     /// Deletes the segment's files.
@@ -820,7 +845,7 @@ impl LogSegment {
         crate::util::file::delete_if_exists(&self.path())?;
         self.offset_index.delete_if_exists()?;
         self.time_index.delete_if_exists()?;
-        crate::util::file::delete_if_exists(&self.txn_index_path())?;
+        self.txn_index.write().delete_if_exists()?;
         Ok(())
     }
 }
