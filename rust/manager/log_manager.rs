@@ -165,6 +165,8 @@ impl LogManager {
             failure_channel: failure_channel.clone(),
             progress: options.progress.clone(),
             partition_lock_timeout: options.partition_lock_timeout,
+            producer_state: producer_state_config(&config),
+            max_transaction_timeout_ms: config.transaction_max_timeout_ms,
         };
         let loaded = load_log_dirs(&live, &ctx)?;
         let mut state = State { dirs, topic_configs: options.topic_configs.clone(), ..State::default() };
@@ -354,6 +356,8 @@ impl LogManager {
                 had_clean_shutdown: true,
                 clock: self.inner.clock.clone(),
                 log_dir_failure_channel: Some(self.inner.failure_channel.clone()),
+                producer_state: producer_state_config(&self.inner.config),
+                max_transaction_timeout_ms: self.inner.config.transaction_max_timeout_ms,
                 ..LogOpenOptions::default()
             };
             let log = match UnifiedLog::open(&path, config.clone(), options).and_then(|log| {
@@ -868,5 +872,15 @@ impl Inner {
         if let Err(e) = write_checkpoints(dir, &logs, which) {
             self.failure_channel.maybe_add_offline_log_dir(dir, &e.to_string());
         }
+    }
+}
+
+/// The producer-state settings of the broker config (Kafka's `ProducerStateManagerConfig`
+/// built from `producer.id.expiration.ms`; transaction verification is a broker's concern and
+/// stays at Kafka's default).
+fn producer_state_config(config: &LogManagerConfig) -> crate::log::producer_state::ProducerStateManagerConfig {
+    crate::log::producer_state::ProducerStateManagerConfig {
+        producer_id_expiration_ms: config.producer_id_expiration_ms,
+        ..Default::default()
     }
 }

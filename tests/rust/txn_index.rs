@@ -244,9 +244,8 @@ fn a_clean_carries_the_index_into_the_segment_it_writes() {
     put_int(&log, 3, 3);
     put_int(&log, 4, 4);
     log.roll().unwrap();
-    // The log was written as a follower: the aborted transaction is indexed as producer state
-    // would have indexed it.
-    index_in(&log, 0, abort(1, 0, marker, marker + 1));
+    // Producer state indexed the aborted transaction at its marker, as the follower wrote it.
+    assert_eq!(log.aborted_transactions(0, log.log_end_offset()).unwrap(), vec![abort(1, 0, marker, marker + 1)]);
     let now = T0 + 2 * 86_400_000;
     do_clean(&mut big_cleaner(&fx), &log, 0, active_base(&log), now).unwrap();
     assert_eq!(log.aborted_transactions(0, log.log_end_offset()).unwrap(), vec![abort(1, 0, marker, marker + 1)]);
