@@ -34,6 +34,7 @@ mod log_cleaner_manager;
 mod log_loader;
 mod log_manager;
 mod model;
+mod producer_state;
 mod reopen;
 mod retention;
 mod segment;
