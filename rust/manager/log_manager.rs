@@ -44,6 +44,8 @@ const FLUSH_TASK: &str = "kafka-log-flusher";
 const RECOVERY_POINT_TASK: &str = "kafka-recovery-point-checkpoint";
 const LOG_START_TASK: &str = "kafka-log-start-offset-checkpoint";
 const DELETE_LOGS_TASK: &str = "kafka-delete-logs";
+/// Kafka's per-log `PeriodicProducerExpirationCheck`, run here for every log at once.
+const PRODUCER_EXPIRATION_TASK: &str = "PeriodicProducerExpirationCheck";
 
 #[path = "cleaning.rs"]
 pub mod cleaning;
@@ -200,6 +202,9 @@ impl LogManager {
         tasks.schedule(RECOVERY_POINT_TASK, now, delay, i64::from(config.flush_recovery_offset_checkpoint_ms));
         tasks.schedule(LOG_START_TASK, now, delay, i64::from(config.flush_start_offset_checkpoint_ms));
         tasks.schedule(DELETE_LOGS_TASK, now, delay, 1000);
+        // Kafka's UnifiedLog schedules it with the interval as its first delay too.
+        let expiration_check = i64::from(config.producer_id_expiration_check_interval_ms);
+        tasks.schedule(PRODUCER_EXPIRATION_TASK, now, expiration_check, expiration_check);
         let inner = Arc::new_cyclic(|weak| {
             let cleaner =
                 cleaning::new_log_cleaner(&config, &live, weak.clone(), failure_channel.clone(), clock.clone());
@@ -773,6 +778,11 @@ impl Inner {
                     }
                 }
                 DELETE_LOGS_TASK => self.delete_logs(now),
+                PRODUCER_EXPIRATION_TASK => {
+                    for log in self.all_logs() {
+                        log.remove_expired_producers(now);
+                    }
+                }
                 _ => {}
             }
         }

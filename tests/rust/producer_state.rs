@@ -280,3 +280,32 @@ fn a_read_only_open_writes_no_snapshot() {
     assert_eq!(log.last_stable_offset(), 0);
     assert!(files_with_suffix(&fx.dir, ".snapshot").is_empty());
 }
+
+/// UnifiedLogTest.testProducerExpireCheckAfterDelete / ProducerStateManagerTest's expiry through
+/// the LogManager: its scheduler runs `PeriodicProducerExpirationCheck` every
+/// `producer.id.expiration.check.interval.ms` on the manual clock and forgets producers idle for
+/// `producer.id.expiration.ms`, except one with an open transaction.
+#[test]
+fn the_log_manager_expires_idle_producers_on_its_clock() {
+    use kafkalog::file_names::TopicPartition;
+    use kafkalog::manager::log_manager::{LogManager, LogManagerOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = kafkalog::util::clock::ManualClock::new(T0);
+    let props = [("producer.id.expiration.ms", "1000"), ("producer.id.expiration.check.interval.ms", "500")];
+    let options = LogManagerOptions { clock: clock.clone(), start_scheduler: false, ..LogManagerOptions::default() };
+    let mgr = LogManager::open(crate::common::manager_config(&[tmp.path()], &props), options).unwrap();
+    let log = mgr.get_or_create_log(&TopicPartition::new("t", 0), None, None).unwrap();
+    append(&log, PID, 0, 0, 1, false).unwrap();
+    append(&log, PID + 1, 0, 0, 1, true).unwrap();
+    clock.advance(499);
+    mgr.tick();
+    assert_eq!(log.active_producers().len(), 2, "the check has not run yet");
+    clock.advance(1);
+    mgr.tick();
+    assert_eq!(log.active_producers().len(), 2, "checked, but nobody is idle for 1000 ms yet");
+    clock.advance(500);
+    mgr.tick();
+    let left: Vec<i64> = log.active_producers().iter().map(|p| p.producer_id).collect();
+    assert_eq!(left, vec![PID + 1], "the idle producer goes, the one with an open transaction stays");
+    mgr.close(0).unwrap();
+}

@@ -182,6 +182,15 @@ impl UnifiedLog {
         last_stable_offset_for(self.first_unstable_offset(), self.high_watermark())
     }
 
+    /// Forgets the producers idle for `producer.id.expiration.ms` (by `current_time_ms`) with
+    /// no open transaction (Kafka's `UnifiedLog.removeExpiredProducers`, which the
+    /// `PeriodicProducerExpirationCheck` task runs; here the `LogManager`'s scheduler). In
+    /// memory only: the next snapshot leaves them out.
+    pub fn remove_expired_producers(&self, current_time_ms: i64) {
+        let _guard = self.write_lock.lock();
+        self.producer_state.lock().remove_expired_producers(current_time_ms);
+    }
+
     /// The producers the log knows, by producer id (Kafka's `activeProducers`).
     pub fn active_producers(&self) -> Vec<ActiveProducer> {
         let psm = self.producer_state.lock();
