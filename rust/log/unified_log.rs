@@ -527,7 +527,7 @@ impl UnifiedLog {
             }
         }
         let mut psm = self.producer_state.lock();
-        if let Some(duplicate) = self.check_producer_state(&mut psm, records, origin, transaction_version)? {
+        if let Some(duplicate) = producers::check_producer_state(&mut psm, records, origin, transaction_version)? {
             return Ok(self.duplicate_append_info(duplicate, log_append_time));
         }
         self.assign_epochs_of(records)?;
@@ -573,15 +573,7 @@ impl UnifiedLog {
             let (_, batch) = item?;
             let bytes = batch.bytes();
             let count = batch.record_count()?;
-            let segment = self.maybe_roll(
-                bytes.len() as u64,
-                batch.max_timestamp(),
-                batch.last_offset(),
-                batch.base_offset()?,
-                now,
-                config,
-                psm,
-            )?;
+            let segment = self.maybe_roll(&batch, now, config, psm)?;
             let position = segment.size();
             segment.append(batch.last_offset(), bytes, count)?;
             let mut o = self.offsets.write();
@@ -593,7 +585,7 @@ impl UnifiedLog {
             drop(o);
             match &batch {
                 AnyBatch::V2(b) => {
-                    self.apply_producer_batch(psm, b, &segment, position, origin, transaction_version)?
+                    producers::apply_producer_batch(psm, b, &segment, position, origin, transaction_version)?;
                 }
                 AnyBatch::Legacy(_) => psm.update_map_end_offset(batch.last_offset() + 1),
             }
@@ -605,14 +597,14 @@ impl UnifiedLog {
     /// incoming offsets (Kafka's `maybeRoll`).
     fn maybe_roll(
         &self,
-        size: u64,
-        max_timestamp: i64,
-        max_offset: i64,
-        first_offset: i64,
+        batch: &AnyBatch<'_>,
         now: i64,
         config: &LogConfig,
         psm: &mut ProducerStateManager,
     ) -> Result<Arc<LogSegment>> {
+        let (size, max_timestamp, max_offset) =
+            (batch.bytes().len() as u64, batch.max_timestamp(), batch.last_offset());
+        let first_offset = batch.base_offset()?;
         let active = self.local.segments().last_segment().ok_or_else(|| Error::illegal_state("log has no segments"))?;
         let params = RollParams {
             max_segment_ms: config.max_segment_ms(),

@@ -68,77 +68,6 @@ impl ActiveProducer {
 }
 
 impl UnifiedLog {
-    /// Kafka's `analyzeAndValidateProducerState`, run before anything is written: every batch
-    /// with a producer id goes through the checks of `origin` against the current state (so an
-    /// `OutOfOrderSequence`, `InvalidProducerEpoch`, `InvalidTxnState` or
-    /// `TransactionCoordinatorFenced` refuses the whole append), and a client batch that repeats
-    /// one of its producer's last five is reported as a [`Duplicate`].
-    pub(super) fn check_producer_state(
-        &self,
-        psm: &mut ProducerStateManager,
-        records: &[u8],
-        origin: AppendOrigin,
-        transaction_version: i16,
-    ) -> Result<Option<Duplicate>> {
-        let mut infos: HashMap<i64, ProducerAppendInfo> = HashMap::new();
-        for item in BatchIter::new(records) {
-            let AnyBatch::V2(batch) = item?.1 else { continue };
-            if !batch.has_producer_id() {
-                continue;
-            }
-            if origin == AppendOrigin::Client {
-                if let Some(d) = psm.last_entry(batch.producer_id()).and_then(|e| e.find_duplicate_batch(&batch)) {
-                    return Ok(Some(Duplicate(d)));
-                }
-            }
-            let info =
-                infos.entry(batch.producer_id()).or_insert_with(|| psm.prepare_update(batch.producer_id(), origin));
-            info.append(&batch, None, transaction_version)?;
-        }
-        Ok(None)
-    }
-
-    /// Folds one written batch into producer state (Kafka's `update`, `updateTxnIndex`,
-    /// `completeTxn` and `updateMapEndOffset` after `localLog.append`): its producer's entry,
-    /// the transaction it opens, and for a marker the completed transaction, indexed in
-    /// `segment`'s `.txnindex` when aborted, with the last stable offset then.
-    pub(super) fn apply_producer_batch(
-        &self,
-        psm: &mut ProducerStateManager,
-        batch: &RecordBatch<'_>,
-        segment: &LogSegment,
-        position: u64,
-        origin: AppendOrigin,
-        transaction_version: i16,
-    ) -> Result<()> {
-        if batch.has_producer_id() {
-            let mut infos = HashMap::with_capacity(1);
-            let first = LogOffsetMetadata::new(
-                batch.base_offset(),
-                segment.base_offset(),
-                i32::try_from(position).unwrap_or(i32::MAX),
-            );
-            let completed = psm.update_producers(batch, &mut infos, Some(first), origin, transaction_version)?;
-            for info in infos.into_values() {
-                psm.update(info)?;
-            }
-            if let Some(txn) = completed {
-                let lso = psm.last_stable_offset(&txn);
-                if txn.is_aborted {
-                    segment.update_txn_index(AbortedTxn {
-                        producer_id: txn.producer_id,
-                        first_offset: txn.first_offset,
-                        last_offset: txn.last_offset,
-                        last_stable_offset: lso,
-                    })?;
-                }
-                psm.complete_txn(&txn)?;
-            }
-        }
-        psm.update_map_end_offset(batch.last_offset() + 1);
-        Ok(())
-    }
-
     /// Publishes the first unstable offset after producer state or the offsets changed
     /// (Kafka's `maybeIncrementFirstUnstableOffset`), letting the manager first drop the
     /// completed transactions the high watermark has passed.
@@ -219,6 +148,74 @@ impl UnifiedLog {
 /// The transaction version a replicated marker carries (Kafka replicates with
 /// `TV_UNKNOWN`: the follower trusts the leader).
 pub(super) const REPLICATION_TRANSACTION_VERSION: i16 = TV_UNKNOWN;
+
+/// Kafka's `analyzeAndValidateProducerState`, run before anything is written: every batch
+/// with a producer id goes through the checks of `origin` against the current state (so an
+/// `OutOfOrderSequence`, `InvalidProducerEpoch`, `InvalidTxnState` or
+/// `TransactionCoordinatorFenced` refuses the whole append), and a client batch that repeats
+/// one of its producer's last five is reported as a [`Duplicate`].
+pub(super) fn check_producer_state(
+    psm: &mut ProducerStateManager,
+    records: &[u8],
+    origin: AppendOrigin,
+    transaction_version: i16,
+) -> Result<Option<Duplicate>> {
+    let mut infos: HashMap<i64, ProducerAppendInfo> = HashMap::new();
+    for item in BatchIter::new(records) {
+        let AnyBatch::V2(batch) = item?.1 else { continue };
+        if !batch.has_producer_id() {
+            continue;
+        }
+        if origin == AppendOrigin::Client {
+            if let Some(d) = psm.last_entry(batch.producer_id()).and_then(|e| e.find_duplicate_batch(&batch)) {
+                return Ok(Some(Duplicate(d)));
+            }
+        }
+        let info = infos.entry(batch.producer_id()).or_insert_with(|| psm.prepare_update(batch.producer_id(), origin));
+        info.append(&batch, None, transaction_version)?;
+    }
+    Ok(None)
+}
+
+/// Folds one written batch into producer state (Kafka's `update`, `updateTxnIndex`,
+/// `completeTxn` and `updateMapEndOffset` after `localLog.append`): its producer's entry,
+/// the transaction it opens, and for a marker the completed transaction, indexed in
+/// `segment`'s `.txnindex` when aborted, with the last stable offset then.
+pub(super) fn apply_producer_batch(
+    psm: &mut ProducerStateManager,
+    batch: &RecordBatch<'_>,
+    segment: &LogSegment,
+    position: u64,
+    origin: AppendOrigin,
+    transaction_version: i16,
+) -> Result<()> {
+    if batch.has_producer_id() {
+        let mut infos = HashMap::with_capacity(1);
+        let first = LogOffsetMetadata::new(
+            batch.base_offset(),
+            segment.base_offset(),
+            i32::try_from(position).unwrap_or(i32::MAX),
+        );
+        let completed = psm.update_producers(batch, &mut infos, Some(first), origin, transaction_version)?;
+        for info in infos.into_values() {
+            psm.update(info)?;
+        }
+        if let Some(txn) = completed {
+            let lso = psm.last_stable_offset(&txn);
+            if txn.is_aborted {
+                segment.update_txn_index(AbortedTxn {
+                    producer_id: txn.producer_id,
+                    first_offset: txn.first_offset,
+                    last_offset: txn.last_offset,
+                    last_stable_offset: lso,
+                })?;
+            }
+            psm.complete_txn(&txn)?;
+        }
+    }
+    psm.update_map_end_offset(batch.last_offset() + 1);
+    Ok(())
+}
 
 /// How the log's producer state is rebuilt when it opens (Kafka's `UnifiedLog.rebuildProducerState`).
 pub(super) struct RebuildParams {
