@@ -248,6 +248,11 @@ impl UnifiedLog {
             log_start_offset: options.log_start_offset,
             progress: progress_fn.as_ref().map(|f| f as &(dyn Fn(usize) + Sync)),
             leader_epoch_cache: Some(&epoch_cache),
+            producer_state: Some(super::log_loader::RecoveryProducerState {
+                topic_partition: &topic_partition,
+                max_transaction_timeout_ms: options.max_transaction_timeout_ms,
+                config: options.producer_state,
+            }),
         };
         let (local, load) = super::log_loader::load(dir, &params, options.clock.clone())?;
         let leader_epoch_cache = epochs::finish_load(epoch_cache, &stored_epochs, dir, options.read_only)?;

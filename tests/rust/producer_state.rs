@@ -309,3 +309,76 @@ fn the_log_manager_expires_idle_producers_on_its_clock() {
     assert_eq!(left, vec![PID + 1], "the idle producer goes, the one with an open transaction stays");
     mgr.close(0).unwrap();
 }
+
+/// Writes a log over three segments with two producers' transactions, one aborted in each of
+/// the first two segments and one left open, and an idempotent producer; not closed.
+fn transactional_log(fx: &Fixture) {
+    let log = fx.open(&config(&[]));
+    append(&log, PID, 0, 0, 2, true).unwrap(); // 0..=1
+    append(&log, 9, 0, 0, 1, false).unwrap(); // 2
+    log.append_txn_marker(PID, 0, false, 0, None).unwrap(); // 3
+    log.roll().unwrap();
+    append(&log, PID + 1, 0, 0, 2, true).unwrap(); // 4..=5
+    append(&log, PID, 1, 0, 1, true).unwrap(); // 6
+    log.append_txn_marker(PID + 1, 0, false, 0, None).unwrap(); // 7
+    log.roll().unwrap();
+    append(&log, 9, 0, 1, 2, false).unwrap(); // 8..=9
+}
+
+/// LogLoaderTest.testRecoverWithProducerState (and testSkipTruncateAndReloadIfOldMessageFormat's
+/// converse): recovery of every segment, with no snapshot and no index, rebuilds the
+/// `.txnindex` files and the producer table; both equal the log written live.
+#[test]
+fn recovery_rebuilds_the_txn_index_and_the_producers() {
+    let fx = Fixture::new();
+    transactional_log(&fx);
+    let live = fx.open_read_only(&config(&[]));
+    let (producers, ongoing) = (live.active_producers(), live.ongoing_transactions());
+    let aborted = live.aborted_transactions(0, 10).unwrap();
+    drop(live);
+    assert_eq!(aborted, vec![AbortedTxn::new(PID, 0, 3, 4), AbortedTxn::new(PID + 1, 4, 7, 6)]);
+    for suffix in [".snapshot", ".txnindex", ".index"] {
+        for f in files_with_suffix(&fx.dir, suffix) {
+            std::fs::remove_file(fx.dir.join(f)).unwrap();
+        }
+    }
+    let options = LogOpenOptions { recovery_point: Some(0), ..fx.options() };
+    let log = UnifiedLog::open(&fx.dir, config(&[]), options).unwrap();
+    assert_eq!(log.load_result().segments_recovered, 3);
+    assert_eq!(log.aborted_transactions(0, 10).unwrap(), aborted);
+    assert_eq!((log.active_producers(), log.ongoing_transactions()), (producers, ongoing));
+    assert_eq!(log.last_stable_offset(), 6);
+    // Each recovery snapshotted the state at its segment's end; the open, at the log end.
+    assert!(fx.dir.join(segment_file_name(10, ".snapshot")).exists());
+}
+
+/// LogLoaderTest.testRemoveStraySnapshots (Kafka's removeStraySnapshots on load): snapshots at
+/// no segment base go, except the latest when past the last base (the log end's).
+#[test]
+fn stray_snapshots_are_removed_at_open() {
+    let fx = Fixture::new();
+    transactional_log(&fx);
+    let at = |o: i64| fx.dir.join(segment_file_name(o, ".snapshot"));
+    std::fs::copy(at(4), at(1)).unwrap();
+    std::fs::copy(at(4), at(6)).unwrap();
+    let log =
+        UnifiedLog::open(&fx.dir, config(&[]), LogOpenOptions { had_clean_shutdown: true, ..fx.options() }).unwrap();
+    assert!(!at(1).exists() && !at(6).exists(), "strays below the last base go");
+    assert!(at(4).exists() && at(8).exists() && at(10).exists());
+    assert_eq!(log.ongoing_transactions(), vec![(PID, 6)]);
+}
+
+/// LogSegment.sanityCheck's `txnIndex.sanityCheck()`: a damaged `.txnindex` (a torn entry) gets
+/// its segment recovered, which rebuilds the index from the markers.
+#[test]
+fn a_damaged_txn_index_is_rebuilt_by_recovery() {
+    let fx = Fixture::new();
+    transactional_log(&fx);
+    let index = fx.dir.join(segment_file_name(0, ".txnindex"));
+    let good = std::fs::read(&index).unwrap();
+    std::fs::write(&index, [&good[..], &[0u8; 7]].concat()).unwrap();
+    let log =
+        UnifiedLog::open(&fx.dir, config(&[]), LogOpenOptions { had_clean_shutdown: true, ..fx.options() }).unwrap();
+    assert_eq!(std::fs::read(&index).unwrap(), good);
+    assert_eq!(log.load_result().segments_recovered, 1);
+}

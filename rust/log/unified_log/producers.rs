@@ -17,8 +17,8 @@ use crate::index::transaction_index::AbortedTxn;
 use crate::log::log_validator::{AppendOrigin, LogAppendInfo};
 use crate::log::producer_state::LogOffsetMetadata;
 use crate::log::producer_state::{
-    last_stable_offset_for, BatchMetadata, ProducerAppendInfo, ProducerStateEntry, ProducerStateManager, TxnMetadata,
-    TV_UNKNOWN,
+    last_stable_offset_for, rebuild_producer_state, BatchMetadata, ProducerAppendInfo, ProducerStateEntry,
+    ProducerStateManager, RebuildParams, TxnMetadata, TV_UNKNOWN,
 };
 use crate::record::batch::RecordBatch;
 use crate::record::records::{AnyBatch, BatchIter};
@@ -217,97 +217,6 @@ pub(super) fn apply_producer_batch(
     Ok(())
 }
 
-/// How the log's producer state is rebuilt when it opens (Kafka's `UnifiedLog.rebuildProducerState`).
-pub(super) struct RebuildParams {
-    pub log_start_offset: i64,
-    /// The log end offset: the state is rebuilt up to it.
-    pub last_offset: i64,
-    /// The directory had a clean-shutdown marker.
-    pub reload_from_clean_shutdown: bool,
-    /// Read-only opens rebuild in memory from the log start and never touch a snapshot.
-    pub read_only: bool,
-    pub now: i64,
-}
-
-/// Kafka's `UnifiedLog.rebuildProducerState`. After a clean shutdown with no snapshot (a log
-/// written without producer state, or by an older broker) the scan is skipped and empty
-/// snapshots are taken at the last two segment bases and the log end. Otherwise the state is
-/// loaded from the latest readable snapshot at or below the log end (snapshots past it or at
-/// or below the log start are deleted, a corrupt one is deleted and the next older one used),
-/// the batches after it are replayed, a snapshot is taken at the last two segment bases passed
-/// and at the log end. A read-only open replays from the log start and writes nothing.
-pub(super) fn rebuild_producer_state(
-    psm: &mut ProducerStateManager,
-    segments: &crate::segment::log_segments::LogSegments,
-    p: &RebuildParams,
-) -> Result<()> {
-    if p.read_only {
-        psm.update_map_end_offset(p.log_start_offset);
-        replay_segments(psm, segments, p.log_start_offset, p.last_offset, &[])?;
-        psm.update_map_end_offset(p.last_offset);
-        return Ok(());
-    }
-    let offsets_to_snapshot: Vec<i64> = match segments.last_segment() {
-        Some(last) => {
-            let mut v: Vec<i64> =
-                segments.lower_segment(last.base_offset()).map(|s| s.base_offset()).into_iter().collect();
-            v.push(last.base_offset());
-            v.push(p.last_offset);
-            v
-        }
-        None => vec![p.last_offset],
-    };
-    if psm.latest_snapshot_offset().is_none() && p.reload_from_clean_shutdown {
-        for offset in offsets_to_snapshot {
-            psm.update_map_end_offset(offset);
-            psm.take_snapshot(true)?;
-        }
-        return Ok(());
-    }
-    log::info!("Reloading from producer snapshot and rebuilding producer state from offset {}", p.last_offset);
-    let empty_before = psm.is_empty() && psm.map_end_offset() >= p.last_offset;
-    psm.truncate_and_reload(p.log_start_offset, p.last_offset, p.now)?;
-    if p.last_offset > psm.map_end_offset() && !empty_before {
-        let from = psm.map_end_offset();
-        replay_segments(psm, segments, from, p.last_offset, &offsets_to_snapshot)?;
-    }
-    psm.update_map_end_offset(p.last_offset);
-    psm.take_snapshot(true)?;
-    Ok(())
-}
-
-/// Replays the batches of `[from, to)` into `psm` as a follower's (Kafka's
-/// `loadProducersFromRecords` per segment), taking a snapshot at each segment base in
-/// `snapshot_at` it starts from.
-fn replay_segments(
-    psm: &mut ProducerStateManager,
-    segments: &crate::segment::log_segments::LogSegments,
-    from: i64,
-    to: i64,
-    snapshot_at: &[i64],
-) -> Result<()> {
-    let mut buf = Vec::new();
-    for segment in segments.covering(from, to) {
-        let start = segment.base_offset().max(psm.map_end_offset()).max(from);
-        psm.update_map_end_offset(start);
-        if snapshot_at.contains(&segment.base_offset()) {
-            psm.take_snapshot(true)?;
-        }
-        let Some(first) = segment.translate_offset(start, 0)? else { continue };
-        let max_position = segment.translate_offset(to, first.position)?.map_or(segment.size(), |h| h.position);
-        let path = segment.path();
-        segment.log().for_each_batch(first.position, max_position, &mut buf, |position, batch| {
-            let AnyBatch::V2(batch) = batch else { return Ok(true) };
-            if batch.base_offset() >= to {
-                return Ok(false);
-            }
-            psm.update_from_recovered_batch(&batch, |_, _| Ok(())).map_err(|e| e.in_file(&path, position))?;
-            Ok(true)
-        })?;
-    }
-    Ok(())
-}
-
 /// The producer state of a log being opened: a manager knowing the snapshots in `dir`,
 /// rebuilt up to the log end ([`rebuild_producer_state`]).
 pub(super) fn open_producer_state(
@@ -325,6 +234,11 @@ pub(super) fn open_producer_state(
         options.producer_state,
         options.clock.clone(),
     )?;
+    if !options.read_only {
+        // Kafka's LogLoader: the segment recoveries' own managers may have deleted or written
+        // snapshots; list them again, dropping those without a segment.
+        psm.remove_stray_snapshots(&local.segments().base_offsets())?;
+    }
     let params = RebuildParams {
         log_start_offset: load.log_start_offset,
         last_offset: load.log_end_offset,
