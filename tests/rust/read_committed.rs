@@ -87,7 +87,11 @@ impl TxnLog {
         } else if let Some(first) = first {
             let lso = self.open.values().min().copied().unwrap_or(offset + 1);
             let txn = AbortedTxn::new(producer_id, first, offset, lso);
-            self.log.active_segment().unwrap().update_txn_index(txn).unwrap();
+            let segment = self.log.active_segment().unwrap();
+            // Once appends index aborted transactions themselves, the entry is there already.
+            if !segment.txn_index().all_aborted_txns().unwrap().contains(&txn) {
+                segment.update_txn_index(txn).unwrap();
+            }
             self.aborted.push(txn);
         }
     }
