@@ -168,12 +168,13 @@ impl PyUnifiedLog {
         let (info, decoded) = run(py, move || {
             let info = log.read(offset, max_bytes, isolation, min_one_message)?;
             let mut filter = info.aborted_transactions.as_ref().map(|a| CommittedFilter::new(a.iter().copied()));
-            let decoded = decode::decode(&info.records, false, offset, false, filter.as_mut()).map_err(|e| match &info
-                .source
-            {
-                Some((file, position)) => e.in_file(file, *position),
-                None => e,
-            })?;
+            let decoded =
+                decode::decode(&info.records, false, offset, false, filter.as_mut()).map_err(|e| {
+                    match &info.source {
+                        Some((file, position)) => e.in_file(file, *position),
+                        None => e,
+                    }
+                })?;
             Ok((info, decoded))
         })?;
         let tp = self.inner.topic_partition();

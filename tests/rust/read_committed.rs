@@ -123,7 +123,8 @@ fn fetch_all(log: &UnifiedLog, start: i64, end: i64, max_bytes: u64) -> Vec<i64>
     let mut offset = start;
     while offset < end {
         let info = log.read(offset, max_bytes, FetchIsolation::TxnCommitted, true).unwrap();
-        let aborted = info.aborted_transactions.clone().expect("a read_committed fetch returns its aborted transactions");
+        let aborted =
+            info.aborted_transactions.clone().expect("a read_committed fetch returns its aborted transactions");
         let mut filter = CommittedFilter::new(aborted);
         let mut next = offset;
         let mut scratch = Vec::new();
@@ -283,9 +284,9 @@ fn control_records_only() {
 fn empty_batches_left_by_the_cleaner() {
     let fx = Fixture::new();
     let mut t = TxnLog::new(&fx, &[]);
-    t.data(1, true, 2); // 0-1, aborted
-    // An empty control batch of producer 1 at 2 (a marker whose records were cleaned away):
-    // not an ABORT marker, so producer 1 stays aborted.
+    // 0-1, aborted; then at 2 an empty control batch of producer 1 (a marker whose records
+    // were cleaned away): not an ABORT marker, so producer 1 stays aborted.
+    t.data(1, true, 2);
     empty_batch(&t.log, 1, true);
     t.data(1, true, 1); // 3, still in the aborted transaction
     t.abort(1); // 4
