@@ -98,7 +98,7 @@ def test_batch_read_committed_leaves_out_aborted_and_control_records(spark: Spar
     assert offsets(read(spark, tmp_path / "tx-0", **{"kafka.isolation.level": "read_committed"})) == committed
     assert offsets(read(spark, tmp_path / "tx-0")) == data
     # Ranges split across Spark partitions give the same rows (each split starts mid-log).
-    split = read(spark, tmp_path / "tx-0", minPartitions="7", **{"kafka.isolation.level": "read_committed"}, streaming=False)
+    split = read(spark, tmp_path / "tx-0", minPartitions="7", **{"kafka.isolation.level": "read_committed"})
     assert offsets(split) == committed
     # An explicit range: the gaps of skipped records stay gaps.
     ranged = read(
