@@ -109,7 +109,7 @@ def test_kafkalog_read_committed_equals_kafka_consumer_on_transactional_data(eos
             assert log.aborted_transactions(0, lso), "the broker indexed the aborted transactions"
             rows = [record_row(r) for r in log.records(0, lso, isolation="read_committed")]
             table = log.to_arrow(0, lso, isolation="read_committed")
-            chunks = list(log.iter_arrow(0, lso, isolation="read_committed", max_chunk_bytes=4096))
+            chunks = list(log.iter_arrow(0, lso, isolation="read_committed", max_chunk_bytes=256))
         assert rows == committed, f"partition {p}: records()"
         assert arrow_rows(table) == committed, f"partition {p}: to_arrow()"
         assert len(chunks) > 1 and arrow_rows(pa.Table.from_batches(chunks)) == committed, f"partition {p}: iter_arrow()"
