@@ -72,9 +72,6 @@ pub enum Error {
     /// `IllegalArgumentException`): `argument` names it, `value` is what was given, `allowed`
     /// says what is accepted. Raised before anything changes.
     InvalidArgument { argument: String, value: String, allowed: String },
-    /// A fetch isolation this version cannot serve: `read_committed` needs the last stable
-    /// offset, which needs transaction state (a later issue).
-    UnsupportedIsolation { isolation: String },
     /// An operating-system I/O failure on `path` during `op`.
     Io { path: PathBuf, op: &'static str, source: io::Error },
     /// A producer's batch whose sequence number does not follow the last one the partition
@@ -254,11 +251,6 @@ impl fmt::Display for Error {
             Error::InvalidArgument { argument, value, allowed } => {
                 write!(f, "invalid value {value} for {argument}: {allowed}")
             }
-            Error::UnsupportedIsolation { isolation } => write!(
-                f,
-                "isolation '{isolation}' needs transaction state (the last stable offset), which this version \
-                 does not track yet; use 'read_uncommitted' or 'log_end'"
-            ),
             Error::Io { path, op, source } => {
                 write!(f, "I/O error during {op} on {}: {source}", path.display())
             }

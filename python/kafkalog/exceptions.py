@@ -120,9 +120,9 @@ class InvalidArgumentTypeError(KafkaLogError, TypeError):
 
 
 class UnsupportedIsolationError(InvalidArgumentError):
-    """A read isolation this version cannot serve: ``read_committed`` needs transaction state
-    (the last stable offset), which arrives with a later version; use ``read_uncommitted`` or
-    ``log_end``."""
+    """A read isolation this version cannot serve. Every isolation (``read_uncommitted``,
+    ``read_committed``, ``log_end``) is served now, so nothing raises it: the class stays so that
+    code catching it keeps working."""
 
 
 class KafkaLogIOError(KafkaLogError, OSError):

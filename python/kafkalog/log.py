@@ -322,9 +322,13 @@ class UnifiedLog:
     ) -> ReadResult:
         """Kafka's fetch: whole batches from the one holding ``offset``, at most ``max_bytes``
         (but at least one batch when ``min_one_message``), up to the high watermark
-        (``read_uncommitted``) or the log end (``log_end``). Raises OffsetOutOfRangeError
-        outside [log start, log end]; ``read_committed`` raises UnsupportedIsolationError (no
-        transaction state yet)."""
+        (``read_uncommitted``), the last stable offset (``read_committed``) or the log end
+        (``log_end``). Raises OffsetOutOfRangeError outside [log start, log end].
+
+        With ``read_committed`` the result also carries ``aborted_transactions``, those that
+        overlap the batches returned (as a Kafka fetch does), and its ``records`` leave out the
+        records of aborted transactions as a ``read_committed`` Kafka consumer does;
+        ``records_bytes`` stay the raw batches. Control records are never in ``records``."""
         return self._log.read(
             arg.offset("offset", offset),
             arg.integer("max_bytes", max_bytes, 0, arg.I64_MAX),
@@ -335,9 +339,11 @@ class UnifiedLog:
     def records(
         self, start: int | None = None, end: int | None = None, isolation: str = "read_uncommitted"
     ) -> Iterator[ConsumerRecord]:
-        """Iterates over the records in [start, end) (defaults: log start, high watermark); the
-        range is cut to what the log holds. Bad arguments (a negative offset, an unknown
-        isolation) raise here, before iterating."""
+        """Iterates over the records in [start, end) (defaults: log start, the end of
+        ``isolation``: see ``end_offset``); the range is cut to what the log holds.
+        ``read_committed`` leaves out aborted and control records, as a Kafka consumer with
+        ``isolation.level=read_committed`` does: their offsets are gaps. Bad arguments (a
+        negative offset, an unknown isolation) raise here, before iterating."""
         start, end = arg.range_bound("start", start), arg.range_bound("end", end)
         _native.UnifiedLog.check_isolation(arg.string("isolation", isolation, _ISOLATIONS))
         return self._records(start, end, isolation)
@@ -364,7 +370,9 @@ class UnifiedLog:
         max_chunk_bytes: int = _ARROW_CHUNK_BYTES,
     ) -> Iterator[pa.RecordBatch]:
         """Yields pyarrow RecordBatches of Spark's Kafka-source columns for [start, end) (cut to
-        what the log holds). Bad arguments raise here, before iterating."""
+        what the log holds and to the end of ``isolation``). ``read_committed`` leaves out the
+        records of aborted transactions; control records are never included. Bad arguments
+        raise here, before iterating."""
         start, end = arg.range_bound("start", start), arg.range_bound("end", end)
         _native.UnifiedLog.check_isolation(arg.string("isolation", isolation, _ISOLATIONS))
         max_chunk_bytes = arg.integer("max_chunk_bytes", max_chunk_bytes, 1, arg.I64_MAX)
@@ -498,6 +506,12 @@ class UnifiedLog:
     @property
     def log_start_offset(self) -> int:
         return self._log.log_start_offset
+
+    def end_offset(self, isolation: str = "read_uncommitted") -> int:
+        """The offset reads of ``isolation`` stop at, as a Kafka consumer's ``endOffsets`` gives
+        it for that isolation level: the high watermark (``read_uncommitted``), the last stable
+        offset (``read_committed``) or the log end offset (``log_end``)."""
+        return self._log.end_offset(arg.string("isolation", isolation, _ISOLATIONS))
 
     @property
     def high_watermark(self) -> int:

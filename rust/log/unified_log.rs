@@ -21,6 +21,7 @@ use crate::checkpoint::partition_metadata::{PartitionMetadataFile, TopicId};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::file_names::TopicPartition;
+use crate::index::transaction_index::AbortedTxn;
 use crate::record::records::{AnyBatch, BatchIter};
 use crate::segment::log_segment::{LogSegment, RollParams, TimestampAndOffset};
 use crate::util::clock::{system_clock, SharedClock};
@@ -28,11 +29,14 @@ use crate::util::clock::{system_clock, SharedClock};
 mod aborted_txns;
 mod arguments;
 mod cleaning;
+mod committed;
 mod epochs;
 mod producers;
 mod retention;
+mod scan;
 pub use arguments::{check_first_dirty_offset, check_offset, MAX_OFFSET};
 pub use cleaning::CleaningGuard;
+pub use committed::CommittedFilter;
 pub use epochs::OffsetAndEpoch;
 pub use producers::ActiveProducer;
 pub use retention::{DeletedSegment, RetentionOptions, RetentionReason, RetentionResult};
@@ -51,6 +55,9 @@ pub enum FetchIsolation {
     LogEnd,
     /// Up to the high watermark (what a `read_uncommitted` consumer sees).
     HighWatermark,
+    /// Up to the last stable offset, with the aborted transactions that overlap the records
+    /// read (what a `read_committed` consumer sees; Kafka's `TXN_COMMITTED`).
+    TxnCommitted,
 }
 
 /// Told how many segments of a log are left to recover while it loads.
@@ -132,6 +139,10 @@ pub struct FetchDataInfo {
     pub log_start_offset: i64,
     /// The log end offset when the read ran.
     pub log_end_offset: i64,
+    /// For a `TxnCommitted` read, the aborted transactions that overlap the records read
+    /// (Kafka's `FetchDataInfo.abortedTransactions`), in marker order per segment; `None` for
+    /// the other isolations.
+    pub aborted_transactions: Option<Vec<AbortedTxn>>,
 }
 
 /// Facts about one segment, for display.
@@ -728,6 +739,7 @@ impl UnifiedLog {
             high_watermark: o.high_watermark,
             log_start_offset: o.log_start,
             log_end_offset: o.log_end,
+            aborted_transactions: None,
         };
         if start_offset < o.log_start || start_offset > o.log_end {
             return Err(Error::OffsetOutOfRange {
@@ -736,12 +748,9 @@ impl UnifiedLog {
                 log_end_offset: o.log_end,
             });
         }
-        let bound = match isolation {
-            FetchIsolation::LogEnd => o.log_end,
-            FetchIsolation::HighWatermark => o.high_watermark,
-        };
+        let bound = self.bound_of(isolation, &o);
         if start_offset >= bound {
-            return Ok(info);
+            return self.with_aborted_transactions(info, isolation);
         }
         let (bound_base, bound_position) = self.position_of(bound, &o)?;
         let mut segment = self.local.segments().floor_segment(start_offset);
@@ -758,14 +767,14 @@ impl UnifiedLog {
                         check_batch_in_segment(&s, next_base, &first, slice.position)?;
                     }
                 }
-                return Ok(info);
+                return self.with_aborted_transactions(info, isolation);
             }
             if s.base_offset() >= bound_base {
                 break;
             }
             segment = self.local.segments().higher_segment(s.base_offset());
         }
-        Ok(info)
+        self.with_aborted_transactions(info, isolation)
     }
 
     /// The segment base and byte position where `offset` (a batch boundary) lies.
@@ -781,66 +790,6 @@ impl UnifiedLog {
             .ok_or_else(|| Error::illegal_state(format!("no segment holds offset {offset}")))?;
         let pos = s.translate_offset(offset, 0)?.map_or(s.size(), |h| h.position);
         Ok((s.base_offset(), pos))
-    }
-
-    /// Visits every batch overlapping `[start_offset, end_offset)` in order, within the bound of
-    /// `isolation`, until `f` returns false. The bulk-read path behind `to_arrow`. The range is
-    /// cut to what the log holds (below the log start nothing is served); a negative `start_offset`
-    /// or `end_offset` is refused (`InvalidArgument`).
-    pub fn scan<F>(&self, start_offset: i64, end_offset: i64, isolation: FetchIsolation, f: F) -> Result<()>
-    where
-        F: FnMut(AnyBatch<'_>) -> Result<bool>,
-    {
-        self.handle_io(self.scan_inner(start_offset, end_offset, isolation, f))
-    }
-
-    fn scan_inner<F>(&self, start_offset: i64, end_offset: i64, isolation: FetchIsolation, mut f: F) -> Result<()>
-    where
-        F: FnMut(AnyBatch<'_>) -> Result<bool>,
-    {
-        self.check_open()?;
-        arguments::check_range(start_offset, end_offset)?;
-        let o = *self.offsets.read();
-        let bound = match isolation {
-            FetchIsolation::LogEnd => o.log_end,
-            FetchIsolation::HighWatermark => o.high_watermark,
-        };
-        let start = start_offset.max(o.log_start);
-        let end = end_offset.min(bound);
-        if start >= end {
-            return Ok(());
-        }
-        let (bound_base, bound_position) = self.position_of(bound, &o)?;
-        let mut buf = Vec::new();
-        for s in self.local.segments().covering(start, end) {
-            let next_base =
-                self.local.segments().higher_segment(s.base_offset()).map_or(o.log_end, |n| n.base_offset());
-            let from = s.translate_offset(start, 0)?.map(|h| h.position);
-            let Some(from) = from else { continue };
-            let to = if s.base_offset() == bound_base { bound_position } else { s.size() };
-            let mut more = true;
-            let path = s.path();
-            let scan_end = s.log().for_each_batch(from, to, &mut buf, |position, batch| {
-                // Kafka's consumers check every batch's CRC (check.crcs); so does every scan.
-                batch.ensure_valid().map_err(|e| e.in_file(&path, position))?;
-                check_batch_in_segment(&s, next_base, &batch, position)?;
-                if batch.base_offset()? >= end {
-                    more = false;
-                    return Ok(false);
-                }
-                more = f(batch)?;
-                Ok(more)
-            })?;
-            if scan_end.torn_tail {
-                // Bytes after the last complete batch of an older segment: skipped, as a fetch
-                // skips them, unless the data goes on after them (a damaged batch).
-                s.check_torn_tail(scan_end.position)?;
-            }
-            if !more || s.base_offset() >= bound_base {
-                break;
-            }
-        }
-        Ok(())
     }
 
     /// Fsyncs everything up to the log end offset and advances the recovery point.

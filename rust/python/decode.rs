@@ -3,6 +3,7 @@
 
 use super::arrow::timestamp_type_id;
 use crate::error::{Error, Result};
+use crate::log::unified_log::CommittedFilter;
 use crate::record::records::BatchIter;
 
 /// (offset, timestamp, timestamp_type, key, value, headers, is_control) of one record.
@@ -18,8 +19,15 @@ pub struct Decoded {
 
 /// Decodes every complete batch in `data`, checking CRCs; keeps control records only when
 /// `keep_control`, and records at or above `min_offset`. Bytes after the last complete batch
-/// are an error unless `allow_partial_tail`.
-pub fn decode(data: &[u8], keep_control: bool, min_offset: i64, allow_partial_tail: bool) -> Result<Decoded> {
+/// are an error unless `allow_partial_tail`. With a `committed` filter (a `read_committed`
+/// read), the batches it does not show are left out too.
+pub fn decode(
+    data: &[u8],
+    keep_control: bool,
+    min_offset: i64,
+    allow_partial_tail: bool,
+    mut committed: Option<&mut CommittedFilter>,
+) -> Result<Decoded> {
     let mut records = Vec::new();
     let mut next_offset = None;
     let mut scratch = Vec::new();
@@ -30,6 +38,11 @@ pub fn decode(data: &[u8], keep_control: bool, min_offset: i64, allow_partial_ta
         let ts_type = timestamp_type_id(&batch);
         let control = batch.is_control();
         next_offset = Some(batch.next_offset());
+        if let Some(filter) = committed.as_deref_mut() {
+            if !filter.is_visible(&batch).map_err(|e| e.with_position_offset(pos as u64))? {
+                continue;
+            }
+        }
         if control && !keep_control {
             continue;
         }

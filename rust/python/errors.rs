@@ -30,7 +30,6 @@ pub fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
             Error::InconsistentTopicId { .. } => ("InconsistentTopicIdError", PyTuple::new(py, [message.clone()])?),
             Error::InvalidTopic { .. } => ("InvalidTopicError", PyTuple::new(py, [message.clone()])?),
             Error::InvalidArgument { .. } => ("InvalidArgumentError", PyTuple::new(py, [message.clone()])?),
-            Error::UnsupportedIsolation { .. } => ("UnsupportedIsolationError", PyTuple::new(py, [message.clone()])?),
             Error::Io { path, source, .. } => {
                 let errno = source.raw_os_error().unwrap_or_else(|| errno_of_kind(source.kind()));
                 let args = (errno, message.clone(), path.to_string_lossy().into_owned()).into_pyobject(py)?;

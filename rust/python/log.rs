@@ -21,23 +21,23 @@ use crate::cleaner::{CompactOptions, Compactor};
 use crate::config::CleanerConfig;
 use crate::config::LogConfig;
 use crate::error::Error;
-use crate::log::unified_log::{FetchIsolation, LogOpenOptions, UnifiedLog};
+use crate::index::transaction_index::AbortedTxn;
+use crate::log::unified_log::{CommittedFilter, FetchIsolation, LogOpenOptions, UnifiedLog};
 use crate::record::builder::{BatchBuilder, BatchHeader};
 use crate::record::compression::CompressionType;
 use crate::util::clock::SystemClock;
 
-/// A fetch isolation by its Python name: `UnsupportedIsolation` for `read_committed` (no
-/// transaction state yet), `InvalidArgument` for a name that is none of them.
+/// A fetch isolation by its Python name (Kafka's `isolation.level` values, and `log_end` for
+/// what a follower reads); `InvalidArgument` for a name that is none of them.
 fn parse_isolation(isolation: &str) -> crate::error::Result<FetchIsolation> {
     match isolation {
         "read_uncommitted" | "high_watermark" => Ok(FetchIsolation::HighWatermark),
         "log_end" => Ok(FetchIsolation::LogEnd),
-        "read_committed" => Err(Error::UnsupportedIsolation { isolation: isolation.to_string() }),
+        "read_committed" => Ok(FetchIsolation::TxnCommitted),
         other => Err(Error::invalid_argument(
             "isolation",
             format!("{other:?}"),
-            "must be one of 'read_uncommitted' (or its alias 'high_watermark'), 'log_end' or 'read_committed' \
-             (not supported yet)",
+            "must be one of 'read_uncommitted' (or its alias 'high_watermark'), 'log_end' or 'read_committed'",
         )),
     }
 }
@@ -152,7 +152,9 @@ impl PyUnifiedLog {
 
     /// Kafka-style read: the raw bytes of whole batches, the data records at or after `offset`
     /// decoded from them, the offset after the last batch, and the log's offsets when the read
-    /// ran. Decoding runs off the GIL.
+    /// ran. `read_committed` stops at the last stable offset, returns the aborted transactions
+    /// overlapping the batches, and leaves aborted and control records out of `records` (the
+    /// bytes stay as a fetch returns them). Decoding runs off the GIL.
     fn read(
         &self,
         py: Python<'_>,
@@ -165,10 +167,14 @@ impl PyUnifiedLog {
         let log = self.inner.clone();
         let (info, decoded) = run(py, move || {
             let info = log.read(offset, max_bytes, isolation, min_one_message)?;
-            let decoded = decode::decode(&info.records, false, offset, false).map_err(|e| match &info.source {
-                Some((file, position)) => e.in_file(file, *position),
-                None => e,
-            })?;
+            let mut filter = info.aborted_transactions.as_ref().map(|a| CommittedFilter::new(a.iter().copied()));
+            let decoded =
+                decode::decode(&info.records, false, offset, false, filter.as_mut()).map_err(|e| {
+                    match &info.source {
+                        Some((file, position)) => e.in_file(file, *position),
+                        None => e,
+                    }
+                })?;
             Ok((info, decoded))
         })?;
         let tp = self.inner.topic_partition();
@@ -185,11 +191,14 @@ impl PyUnifiedLog {
             log_start_offset: info.log_start_offset,
             log_end_offset: info.log_end_offset,
             next_offset: decoded.next_offset.unwrap_or(offset),
+            aborted_transactions: aborted_list(py, info.aborted_transactions.as_deref())?,
         })
     }
 
     /// Decodes `[start, end)` into Arrow-layout column buffers, stopping after about
-    /// `max_bytes` of key/value data, with the offset to read next.
+    /// `max_bytes` of key/value data, with the offset to read next. Control records are left
+    /// out, and with `read_committed` (which stops at the last stable offset) the records of
+    /// aborted transactions too.
     fn read_columns(
         &self,
         py: Python<'_>,
@@ -210,9 +219,9 @@ impl PyUnifiedLog {
             let mut cols = KafkaColumns::new(&tp.topic, tp.partition);
             let mut next = start;
             let mut scratch = Vec::new();
-            log.scan(start, end, isolation, |batch| {
-                if batch.is_control() {
-                    next = batch.next_offset();
+            log.scan_visible(start, end, isolation, |batch, visible| {
+                if !visible {
+                    next = batch.next_offset().min(end.max(start));
                     return Ok(true);
                 }
                 let ts_type = timestamp_type_id(&batch);
@@ -233,6 +242,14 @@ impl PyUnifiedLog {
             Ok((cols, next))
         })?;
         ArrowColumns::new(py, &mut cols, next)
+    }
+
+    /// The offset reads of `isolation` stop at: the high watermark (`read_uncommitted`), the
+    /// last stable offset (`read_committed`) or the log end (`log_end`); what a Kafka consumer
+    /// of that isolation level gets from `endOffsets`.
+    fn end_offset(&self, py: Python<'_>, isolation: &str) -> PyResult<i64> {
+        let isolation = parse_isolation(isolation).map_err(|e| to_py_err(py, e))?;
+        Ok(self.inner.fetch_upper_bound(isolation))
     }
 
     #[getter]
@@ -457,6 +474,13 @@ impl PyUnifiedLog {
         let result = run(py, move || compactor.compact(&log, &options, ignore_cleanup_policy))?;
         CompactResult::new(py, &result, 0, &self.inner.topic_partition().to_string())
     }
+}
+
+/// A read's aborted transactions as a Python list, or None when the read returns none.
+fn aborted_list(py: Python<'_>, aborted: Option<&[AbortedTxn]>) -> PyResult<Option<Py<PyList>>> {
+    let Some(aborted) = aborted else { return Ok(None) };
+    let items = aborted.iter().map(|t| Py::new(py, AbortedTransaction::from(t))).collect::<PyResult<Vec<_>>>()?;
+    Ok(Some(PyList::new(py, items)?.unbind()))
 }
 
 /// A topic id given by the caller, in Kafka's 22-character form.

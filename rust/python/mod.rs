@@ -24,7 +24,7 @@ use pyo3::prelude::*;
 /// position.
 #[pyfunction]
 fn decode_batches(py: Python<'_>, data: pyo3::pybacked::PyBackedBytes) -> PyResult<Vec<records::DecodedRecord>> {
-    let decoded = errors::run(py, move || Ok(decode::decode(&data, true, i64::MIN, false)?.records))?;
+    let decoded = errors::run(py, move || Ok(decode::decode(&data, true, i64::MIN, false, None)?.records))?;
     decoded.iter().map(|r| records::DecodedRecord::new(py, r)).collect()
 }
 

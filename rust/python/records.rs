@@ -109,6 +109,9 @@ py_result! { sequence
         log_end_offset: i64,
         /// The offset after the last batch returned (the offset to read next).
         next_offset: i64,
+        /// read_committed: list[AbortedTransaction], those overlapping the batches returned, as
+        /// a Kafka fetch returns them; None for the other isolations.
+        aborted_transactions: Option<Py<PyList>>,
     }
 }
 

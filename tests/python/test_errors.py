@@ -348,7 +348,6 @@ def raised_by_the_engine(tmp_path) -> list[BaseException]:
     log.append([(b"k", b"v")])
     catch(lambda: log.read(5))
     catch(lambda: log.truncate_fully_and_start_at(-1))
-    catch(lambda: log.read(0, isolation="read_committed"))
     catch(lambda: log.append([kafkalog.Record(b"k", b"v", headers=((b"h", b"x"),))]))  # type: ignore[arg-type]
     catch(lambda: log.append_batch(set_field(GOOD, ">i", 57, 7)))
     with UnifiedLog.open(tmp_path / "orders-0", read_only=True) as ro:
@@ -362,7 +361,6 @@ def raised_by_the_engine(tmp_path) -> list[BaseException]:
         KafkaLogIOError,
         OffsetOutOfRangeError,
         exceptions.InvalidArgumentError,
-        exceptions.UnsupportedIsolationError,
         exceptions.InvalidArgumentTypeError,
         InvalidRecordError,
         ReadOnlyLogError,

@@ -307,16 +307,15 @@ def test_read_isolation_high_watermark_vs_log_end(three_batches):
     assert lg.high_watermark == 2
 
 
-def test_read_committed_is_a_clear_value_error(three_batches):
+def test_read_committed_without_transactions_reads_as_read_uncommitted(three_batches):
+    """A log with no transactional data: read_committed serves what read_uncommitted serves
+    (it used to be refused), and an unknown isolation is still a clear ValueError."""
     lg = three_batches
-    for call in (
-        lambda: lg.read(0, isolation="read_committed"),
-        lambda: list(lg.records(isolation="read_committed")),
-        lambda: lg.to_arrow(isolation="read_committed"),
-    ):
-        with pytest.raises(ValueError, match="read_committed") as exc:
-            call()
-        assert "read_uncommitted" in str(exc.value)
+    committed, uncommitted = lg.read(0, isolation="read_committed"), lg.read(0)
+    assert committed.records == uncommitted.records and committed.records_bytes == uncommitted.records_bytes
+    assert committed.aborted_transactions == [] and uncommitted.aborted_transactions is None
+    assert list(lg.records(isolation="read_committed")) == list(lg.records())
+    assert lg.to_arrow(isolation="read_committed").equals(lg.to_arrow())
     with pytest.raises(ValueError, match="bogus"):
         lg.read(0, isolation="bogus")
 

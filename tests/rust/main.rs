@@ -8,6 +8,7 @@
 //!   `LogLoaderTest` and `LogSegmentTest`;
 //! - `log_loader`: Kafka's `LogLoaderTest` (leftovers, indexes, corruption, `.cleaned` / `.swap`, splits);
 //! - `retention`: `delete_old_segments` (Kafka's `UnifiedLogTest` retention cases);
+//! - `read_committed`: `read_committed` fetches and scans against Kafka's consumer rules;
 //! - `model`: a model-based property test of `UnifiedLog` against an in-memory log;
 //! - `fuzz`: `fuzz_*` targets for the batch decoder and log loading (`make fuzz` runs them long);
 //! - `fault`: disk failures (EIO, ENOSPC, failed fsync) through the fault-injection seam;
@@ -35,6 +36,7 @@ mod log_loader;
 mod log_manager;
 mod model;
 mod producer_state;
+mod read_committed;
 mod reopen;
 mod retention;
 mod segment;

@@ -188,7 +188,6 @@ def test_fail_on_data_loss(spark: SparkSession, tmp_path: Path) -> None:
         ({"failOnDataLoss": "maybe"}, r"'failOnDataLoss'.*'maybe'.*true"),
         ({"minPartitions": "0"}, r"'minPartitions'.*'0'"),
         ({"kafka.isolation.level": "dirty"}, r"'kafka.isolation.level'.*'dirty'"),
-        ({"kafka.isolation.level": "read_committed"}, r"'kafka.isolation.level'.*read_committed.*transaction state"),
         ({"subscribe": "err", "assign": '{"err": [0]}'}, r"only one of"),
         ({"assign": '{"err": [3]}'}, r"'assign'.*no partition directory for err-3"),
     ],

@@ -20,7 +20,17 @@ from ..log import UnifiedLog
 from .._native import DiscoveredPartition
 from .options import EARLIEST, LATEST, OffsetSpec
 
-__all__ = ["OffsetRange", "open_read_only", "resolve_offset", "check_range", "check_isolation", "split_ranges", "check_spec_partitions"]
+__all__ = [
+    "OffsetRange",
+    "open_read_only",
+    "resolve_offset",
+    "latest_offset",
+    "end_name",
+    "check_range",
+    "check_isolation",
+    "split_ranges",
+    "check_spec_partitions",
+]
 
 
 @dataclass(frozen=True, order=True)
@@ -57,6 +67,18 @@ def check_isolation(log: UnifiedLog, isolation: str) -> None:
         raise InvalidOptionError("kafka.isolation.level", isolation, str(e)) from None
 
 
+def latest_offset(log: UnifiedLog, isolation: str) -> int:
+    """The latest offset a query of ``kafka.isolation.level`` reads up to, as Spark's Kafka
+    source gets it from its consumer: the high watermark for ``read_uncommitted``, the last
+    stable offset for ``read_committed`` (a query never reads past an open transaction)."""
+    return log.end_offset(isolation)
+
+
+def end_name(isolation: str) -> str:
+    """What ``latest_offset`` is, for messages."""
+    return "last stable offset" if isolation == "read_committed" else "log end offset"
+
+
 def check_spec_partitions(spec: OffsetSpec, selected: list[DiscoveredPartition]) -> None:
     """Per-partition JSON must name exactly the partitions read, in batch and streaming queries
     alike (Spark's Kafka source: "If startingOffsets contains specific offsets, you must specify
@@ -74,12 +96,15 @@ def check_spec_partitions(spec: OffsetSpec, selected: list[DiscoveredPartition])
         raise InvalidOptionError(spec.option, spec.raw, f"specific offsets must be given for every partition read; missing {names}")
 
 
-def resolve_offset(log: UnifiedLog, spec: OffsetSpec, *, starting: bool, strategy: str = "error") -> int:
-    """The offset ``spec`` means in ``log``: earliest = log start, latest = high watermark (the
-    log end a read-only open found), a timestamp = the first record at or after it (none:
+def resolve_offset(
+    log: UnifiedLog, spec: OffsetSpec, *, starting: bool, strategy: str = "error", isolation: str = "read_uncommitted"
+) -> int:
+    """The offset ``spec`` means in ``log``: earliest = log start, latest = ``latest_offset``
+    for ``isolation`` (the high watermark a read-only open found, or the last stable offset for
+    ``read_committed``), a timestamp = the first record at or after it (none:
     ``startingOffsetsByTimestampStrategy`` for a start, latest for an end, as in Spark)."""
     tp = (log.topic, log.partition)
-    latest = log.high_watermark
+    latest = latest_offset(log, isolation)
     if spec.kind == "earliest":
         return log.log_start_offset
     if spec.kind == "latest":
@@ -110,11 +135,13 @@ def check_range(
     fail_on_data_loss: bool,
     start_option: tuple[str, str],
     end_option: tuple[str, str],
+    end_label: str = "log end offset",
 ) -> OffsetRange:
-    """Holds ``r`` against the log's current [log_start, log_end]. With failOnDataLoss (the
-    default) a start below the log start (deleted records), an end past the log end or a start
-    past the end raise DataLossError naming the option, given as (name, value); without it
-    the range is clipped."""
+    """Holds ``r`` against the log's current [log_start, log_end] (``log_end`` is what the
+    query may read up to: ``end_label`` names it). With failOnDataLoss (the default) a start
+    below the log start (deleted records), an end past the log end or a start past the end
+    raise DataLossError naming the option, given as (name, value); without it the range is
+    clipped."""
     start, end = r.start, r.end
     tp = f"{r.topic}-{r.partition}"
     fail = fail_on_data_loss
@@ -124,7 +151,7 @@ def check_range(
         start = log_start
     if end > log_end:
         if fail:
-            raise DataLossError(*end_option, f"{tp}: ending offset {end} is past the log end offset {log_end}")
+            raise DataLossError(*end_option, f"{tp}: ending offset {end} is past the {end_label} {log_end}")
         end = log_end
     if start > end:
         if fail:

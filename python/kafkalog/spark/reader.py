@@ -23,7 +23,17 @@ from ..arrow import KAFKA_SCHEMA
 from ..exceptions import DataLossError, KafkaLogIOError
 from ..log import UnifiedLog
 from .discovery import find_partitions
-from .offsets import OffsetRange, check_isolation, check_range, check_spec_partitions, open_read_only, resolve_offset, split_ranges
+from .offsets import (
+    OffsetRange,
+    check_isolation,
+    check_range,
+    check_spec_partitions,
+    end_name,
+    latest_offset,
+    open_read_only,
+    resolve_offset,
+    split_ranges,
+)
 from .options import ReadOptions
 
 __all__ = ["KafkaLogInputPartition", "KafkaLogBatchReader", "read_partition", "plan_batch", "freeze_gc_in_reused_worker"]
@@ -114,17 +124,19 @@ def plan_batch(opts: ReadOptions) -> list[OffsetRange]:
         with open_read_only(d.path) as log:
             if i == 0:
                 check_isolation(log, opts.isolation)
-            start = resolve_offset(log, opts.starting, starting=True, strategy=opts.timestamp_strategy)
-            end = resolve_offset(log, opts.ending, starting=False)
+            iso = opts.isolation
+            start = resolve_offset(log, opts.starting, starting=True, strategy=opts.timestamp_strategy, isolation=iso)
+            end = resolve_offset(log, opts.ending, starting=False, isolation=iso)
             r = OffsetRange(d.topic, d.partition, d.path, start, end)
             ranges.append(
                 check_range(
                     r,
                     log.log_start_offset,
-                    log.high_watermark,
+                    latest_offset(log, iso),
                     opts.fail_on_data_loss,
                     (opts.starting.option, opts.starting.raw),
                     (opts.ending.option, opts.ending.raw),
+                    end_name(iso),
                 )
             )
     return split_ranges(ranges, opts.min_partitions)

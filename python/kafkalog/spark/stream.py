@@ -27,7 +27,17 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from ..exceptions import DataLossError
 from .._native import DiscoveredPartition
 from .discovery import find_partitions
-from .offsets import OffsetRange, check_isolation, check_range, check_spec_partitions, open_read_only, resolve_offset, split_ranges
+from .offsets import (
+    OffsetRange,
+    check_isolation,
+    check_range,
+    check_spec_partitions,
+    end_name,
+    latest_offset,
+    open_read_only,
+    resolve_offset,
+    split_ranges,
+)
 from .options import ReadOptions
 from .reader import KafkaLogInputPartition, read_partition, to_input_partitions
 
@@ -82,12 +92,14 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return find_partitions(self.opts.paths, self.opts.subscription)
 
     def _latest(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
-        """(log start, latest offset) of every partition read now."""
+        """(log start, latest offset) of every partition read now; the latest offset is the
+        last stable offset under read_committed, so a query never reads past an open
+        transaction."""
         starts, latest = {}, {}
         for d in self._dirs():
             with open_read_only(d.path) as log:
                 starts[(d.topic, d.partition)] = log.log_start_offset
-                latest[(d.topic, d.partition)] = log.high_watermark
+                latest[(d.topic, d.partition)] = latest_offset(log, self.opts.isolation)
         return starts, latest
 
     def initialOffset(self) -> dict[str, Any]:
@@ -100,14 +112,17 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             with open_read_only(d.path) as log:
                 if i == 0:
                     check_isolation(log, self.opts.isolation)
-                start = resolve_offset(log, self.opts.starting, starting=True, strategy=self.opts.timestamp_strategy)
+                iso = self.opts.isolation
+                start = resolve_offset(log, self.opts.starting, starting=True, strategy=self.opts.timestamp_strategy, isolation=iso)
+                latest = latest_offset(log, iso)
                 r = check_range(
-                    OffsetRange(d.topic, d.partition, d.path, start, log.high_watermark),
+                    OffsetRange(d.topic, d.partition, d.path, start, latest),
                     log.log_start_offset,
-                    log.high_watermark,
+                    latest,
                     self.opts.fail_on_data_loss,
                     (self.opts.starting.option, self.opts.starting.raw),
                     (self.opts.starting.option, self.opts.starting.raw),
+                    end_name(iso),
                 )
                 out[(d.topic, d.partition)] = r.start
         return dict(_nested(out))
@@ -166,10 +181,11 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 r = check_range(
                     OffsetRange(tp[0], tp[1], d.path, first, stop),
                     log.log_start_offset,
-                    log.high_watermark,
+                    latest_offset(log, self.opts.isolation),
                     self.opts.fail_on_data_loss,
                     where,
                     where,
+                    end_name(self.opts.isolation),
                 )
             ranges.append(r)
         return to_input_partitions(split_ranges(ranges, self.opts.min_partitions), self.opts, "startingOffsets")
