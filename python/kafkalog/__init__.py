@@ -33,12 +33,14 @@ from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, UnifiedLog
 from .manager import CleanerStatus, CleanOutcome, DirLoadSummary, DirRecoveryProgress, LogDirInfo, LogManager
 from .records import (
     AbortedTransaction,
+    ActiveProducer,
     AppendInfo,
     ConsumerRecord,
     DecodedRecord,
     DeletedSegment,
     EpochEntry,
     OffsetAndEpoch,
+    OngoingTransaction,
     ReadResult,
     Record,
     RetentionResult,
@@ -76,6 +78,8 @@ __all__ = [
     "EpochEntry",
     "OffsetAndEpoch",
     "AbortedTransaction",
+    "ActiveProducer",
+    "OngoingTransaction",
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",

@@ -21,10 +21,12 @@ from .cleaner import CompactResult
 from .exceptions import IllegalStateError, InvalidArgumentTypeError
 from .records import (
     AbortedTransaction,
+    ActiveProducer,
     AppendInfo,
     ConsumerRecord,
     EpochEntry,
     OffsetAndEpoch,
+    OngoingTransaction,
     ReadResult,
     Record,
     RetentionResult,
@@ -435,6 +437,52 @@ class UnifiedLog:
         start, end = arg.range_bound("start", start), arg.range_bound("end", end)
         return self._log.aborted_transactions(
             self.log_start_offset if start is None else start, self.log_end_offset if end is None else end
+        )
+
+    # -- producers ---------------------------------------------------------------------------
+
+    @property
+    def active_producers(self) -> list[ActiveProducer]:
+        """The idempotent and transactional producers the log knows (Kafka's
+        ProducerStateManager), by producer id: epoch, last sequence and offset, coordinator
+        epoch, the first offset of the open transaction (None when none is open) and the last
+        write's timestamp. A producer idle for ``producer.id.expiration.ms`` with no open
+        transaction is forgotten by the LogManager's expiry."""
+        return self._log.active_producers()
+
+    @property
+    def ongoing_transactions(self) -> list[OngoingTransaction]:
+        """The open transactions (producer id, first offset), by first offset."""
+        return self._log.ongoing_transactions()
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The last stable offset (Kafka's lastStableOffset): the first offset of the earliest
+        transaction not yet complete and replicated, capped at the high watermark; the high
+        watermark when there is none. A read_committed consumer reads below it."""
+        return self._log.last_stable_offset
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset not yet stable (Kafka's firstUnstableOffset): the first offset of
+        the earliest open transaction, or of a completed one whose marker the high watermark has
+        not passed; None when every offset is stable."""
+        return self._log.first_unstable_offset
+
+    def append_txn_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int = 0
+    ) -> AppendInfo:
+        """Writes a transaction coordinator's COMMIT (``commit=True``) or ABORT marker for the
+        producer at the log end, in the log's latest leader epoch (Kafka's appendAsLeader with
+        origin COORDINATOR). It closes the producer's open transaction; an ABORT is indexed in
+        the .txnindex. An older producer epoch raises InvalidProducerEpochError, an older
+        coordinator epoch TransactionCoordinatorFencedError; nothing is written then."""
+        return self._log.append_txn_marker(
+            arg.integer("producer_id", producer_id, 0, arg.I64_MAX),
+            arg.integer("producer_epoch", producer_epoch, 0, 32767),
+            arg.flag("commit", commit),
+            arg.integer("coordinator_epoch", coordinator_epoch, 0, arg.I32_MAX),
+            None,
         )
 
     # -- state ------------------------------------------------------------------------------

@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 
 from ._native import (
     AbortedTransaction,
+    ActiveProducer,
     AppendInfo,
     ConsumerRecord,
     DecodedRecord,
     DeletedSegment,
     EpochEntry,
     OffsetAndEpoch,
+    OngoingTransaction,
     ReadResult,
     RetentionResult,
     SegmentInfo,
@@ -36,6 +38,8 @@ __all__ = [
     "EpochEntry",
     "OffsetAndEpoch",
     "AbortedTransaction",
+    "ActiveProducer",
+    "OngoingTransaction",
 ]
 
 Header = tuple[str, "bytes | None"]

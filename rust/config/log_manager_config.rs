@@ -159,6 +159,13 @@ pub struct LogManagerConfig {
     /// `producer.id.expiration.ms`: int, default 86400000 (one day), `>= 1`
     /// (`TransactionLogConfig`). The cleaner keeps the last batch of producers active within it.
     pub producer_id_expiration_ms: i32,
+    /// `producer.id.expiration.check.interval.ms`: int, default 600000 (ten minutes), `>= 1`
+    /// (`TransactionLogConfig`): how often the scheduler expires producer ids.
+    pub producer_id_expiration_check_interval_ms: i32,
+    /// `transaction.max.timeout.ms`: int, default 900000 (fifteen minutes), `>= 1`
+    /// (`TransactionStateManagerConfig`): an open transaction older than this (plus five
+    /// minutes) is late.
+    pub transaction_max_timeout_ms: i32,
     log_dirs: Option<Vec<PathBuf>>,
     log_dir: Option<Vec<PathBuf>>,
     cordoned: Cordoned,
@@ -179,6 +186,8 @@ impl Default for LogManagerConfig {
             cluster_id: None,
             cleaner: CleanerConfig::default(),
             producer_id_expiration_ms: 86_400_000,
+            producer_id_expiration_check_interval_ms: 600_000,
+            transaction_max_timeout_ms: 900_000,
             log_dirs: None,
             log_dir: None,
             cordoned: Cordoned::Dirs(Vec::new()),
@@ -472,7 +481,7 @@ macro_rules! cleaner {
 static TABLE: KeyTable<LogManagerConfig> = KeyTable::new(&KEYS);
 
 #[rustfmt::skip]
-static KEYS: [Key<LogManagerConfig>; 53] = [
+static KEYS: [Key<LogManagerConfig>; 55] = [
     key!("cluster.id", cluster_id, opt parse_cluster_id),
     synonym!("compression.gzip.level", "compression.gzip.level"),
     synonym!("compression.lz4.level", "compression.lz4.level"),
@@ -525,7 +534,9 @@ static KEYS: [Key<LogManagerConfig>; 53] = [
     synonym!("min.insync.replicas", "min.insync.replicas"),
     key!("node.id", node_id, int Range::AtLeast(0)),
     key!("num.recovery.threads.per.data.dir", recovery_threads_per_data_dir, int Range::AtLeast(1)),
+    key!("producer.id.expiration.check.interval.ms", producer_id_expiration_check_interval_ms, int Range::AtLeast(1)),
     key!("producer.id.expiration.ms", producer_id_expiration_ms, int Range::AtLeast(1)),
+    key!("transaction.max.timeout.ms", transaction_max_timeout_ms, int Range::AtLeast(1)),
     synonym!("unclean.leader.election.enable", "unclean.leader.election.enable"),
 ];
 
@@ -563,7 +574,9 @@ mod tests {
         ("log.retention.hours", "168"), ("log.roll.hours", "168"), ("log.roll.jitter.hours", "0"),
         ("log.segment.bytes", "1073741824"), ("log.segment.delete.delay.ms", "60000"),
         ("message.max.bytes", "1048588"), ("min.insync.replicas", "1"), ("node.id", "1"),
-        ("num.recovery.threads.per.data.dir", "2"), ("producer.id.expiration.ms", "86400000"),
+        ("num.recovery.threads.per.data.dir", "2"),
+        ("producer.id.expiration.check.interval.ms", "600000"), ("producer.id.expiration.ms", "86400000"),
+        ("transaction.max.timeout.ms", "900000"),
         ("unclean.leader.election.enable", "false"),
     ];
 
@@ -635,6 +648,8 @@ mod tests {
         ("log.dir.failure.timeout.ms", "1", "0", "must be >= 1"),
         ("node.id", "0", "-1", "must be >= 0"),
         ("producer.id.expiration.ms", "1", "0", "must be >= 1"),
+        ("producer.id.expiration.check.interval.ms", "1", "0", "must be >= 1"),
+        ("transaction.max.timeout.ms", "1", "0", "must be >= 1"),
         ("log.cleaner.threads", "0", "-1", "must be >= 0"),
         ("log.cleaner.io.buffer.size", "0", "-1", "must be >= 0"),
         ("log.cleaner.backoff.ms", "0", "-1", "must be >= 0"),

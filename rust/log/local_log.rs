@@ -208,19 +208,12 @@ impl LocalLog {
         self.delete_due_files(false)
     }
 
-    /// Renames the producer snapshots at `offsets` (those of deleted segments) `.deleted` and
-    /// unlinks them after `file.delete.delay.ms` (Kafka's `deleteProducerSnapshots`).
-    pub fn delete_producer_snapshots(&self, offsets: &[i64], config: &LogConfig) -> Result<()> {
+    /// Queues files already renamed `.deleted` (the producer snapshots of deleted segments,
+    /// which producer state renames: `removeAndMarkSnapshotForDeletion`) for unlinking after
+    /// `file.delete.delay.ms` (Kafka's `deleteProducerSnapshots` with async delete).
+    pub fn schedule_file_deletion(&self, files: Vec<std::path::PathBuf>, config: &LogConfig) -> Result<()> {
         let due = self.clock.milliseconds().saturating_add(config.file_delete_delay_ms);
-        for &offset in offsets {
-            let path = crate::file_names::producer_snapshot_file(&self.dir, offset);
-            if !path.exists() {
-                continue;
-            }
-            let deleted = crate::file_names::with_suffix(&path, DELETED_FILE_SUFFIX);
-            crate::util::file::rename(&path, &deleted)?;
-            self.pending.lock().due.push((due, Pending::File(deleted)));
-        }
+        self.pending.lock().due.extend(files.into_iter().map(|f| (due, Pending::File(f))));
         self.delete_due_files(false)
     }
 

@@ -11,7 +11,13 @@
 //! 4. after an unclean shutdown, recover every segment from the one holding the recovery point
 //!    on; a truncation deletes every later segment;
 //! 5. a log start offset past the log end wipes the log (Kafka's rule); an empty directory gets
-//!    an empty segment at the log start offset; producer snapshots past the log end go.
+//!    an empty segment at the log start offset. Stray producer snapshots and the producer state
+//!    itself are the opening log's (`ProducerStateManager::remove_stray_snapshots`, then
+//!    `rebuild_producer_state`), as Kafka's `LogLoader.load` ends.
+//!
+//! Segment recovery (3 and 4) rebuilds the segment's `.txnindex` with a fresh producer state
+//! rebuilt up to the segment (Kafka's `recoverSegment`), snapshotting it at the segment's end;
+//! a segment whose `.txnindex` fails its sanity check is recovered too.
 //!
 //! A read-only load writes nothing: it skips `.deleted` and `.cleaned` files, reads a pending
 //! replace as if it had completed (the swap segments stand in for the ones they supersede), and
@@ -26,12 +32,15 @@ use std::sync::Arc;
 
 use super::leader_epoch_cache::LeaderEpochFileCache;
 use super::local_log::LocalLog;
+use super::producer_state::{rebuild_producer_state, ProducerStateManager, ProducerStateManagerConfig, RebuildParams};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::file_names::{
     offset_from_file_name, with_suffix, CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, DELETE_DIR_SUFFIX, INDEX_FILE_SUFFIX,
-    LOG_FILE_SUFFIX, PRODUCER_SNAPSHOT_FILE_SUFFIX, SWAP_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX, SWAP_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
 };
+use crate::index::transaction_index::AbortedTxn;
+use crate::record::records::AnyBatch;
 use crate::segment::file_records::FileRecords;
 use crate::segment::log_segment::LogSegment;
 use crate::util::clock::SharedClock;
@@ -59,6 +68,21 @@ pub struct LoadParams<'a> {
     /// checkpointed log start go, a wiped log clears it (Kafka's `LogLoader` and
     /// `LogSegment.recover`). Loading changes it in memory only.
     pub leader_epoch_cache: Option<&'a LeaderEpochFileCache>,
+    /// What a segment recovery builds its fresh producer state from, to rebuild the segment's
+    /// `.txnindex` (Kafka's `LogLoader.recoverSegment`); `None` recovers without it.
+    pub producer_state: Option<RecoveryProducerState<'a>>,
+}
+
+/// The settings of the fresh `ProducerStateManager` each segment recovery rebuilds up to the
+/// segment's base offset and then feeds the recovered batches (a plain value).
+#[derive(Clone, Copy)]
+pub struct RecoveryProducerState<'a> {
+    /// The partition.
+    pub topic_partition: &'a crate::file_names::TopicPartition,
+    /// `transaction.max.timeout.ms`.
+    pub max_transaction_timeout_ms: i32,
+    /// `producer.id.expiration.ms` and verification.
+    pub config: ProducerStateManagerConfig,
 }
 
 /// What loading found and repaired (Kafka's `LoadedLogOffsets`, plus counts for operators).
@@ -102,11 +126,10 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
     let local = LocalLog::new(dir, clock, params.read_only);
     let mut result = LoadResult::default();
     // The directory is listed once; again only if finishing an interrupted replace changed it.
-    let mut files = Vec::new();
     let bases = if params.read_only {
         read_only_bases(dir)?
     } else {
-        files = list_files(dir)?;
+        let mut files = list_files(dir)?;
         if complete_or_roll_back_replace(dir, &files, &mut result)? {
             files = list_files(dir)?;
         }
@@ -131,9 +154,6 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
         recover_unflushed(dir, recovery_point, &needs_recovery, params, &local, &mut result)?;
     }
     finish(dir, params, &local, &mut result)?;
-    if !params.read_only {
-        remove_stray_snapshots(&files, result.log_end_offset)?;
-    }
     Ok((local, result))
 }
 
@@ -332,6 +352,15 @@ fn open_segment(dir: &Path, base: i64, suffix: &str, params: &LoadParams<'_>, lo
     };
     let mut segment =
         LogSegment::open(dir, base, params.config, local.clock().clone(), suffix, false, params.read_only)?;
+    // Kafka's LogSegment.sanityCheck also checks the .txnindex: a damaged one is rebuilt by
+    // recovering the segment.
+    let index_problem = match index_problem {
+        None if !params.read_only => match segment.sanity_check_txn_index() {
+            Err(e @ Error::CorruptIndex { .. }) => Some(IndexProblem::Corrupt(e.to_string())),
+            other => other.map(|()| None)?,
+        },
+        other => other,
+    };
     segment.set_rolling_jitter_ms(super::local_log::random_jitter(params.config));
     let recover = if let Some(problem) = index_problem {
         let log_file = segment.path();
@@ -425,7 +454,7 @@ fn recover_or_split(
 ) -> Result<u64> {
     // A split replaces the segment with parts in [its base, the next segment's base).
     let next_base = local.segments().higher_segment(segment.base_offset()).map_or(i64::MAX, |s| s.base_offset());
-    let outcome = match segment.recover() {
+    let outcome = match recover_segment(segment, params, local) {
         Err(Error::OffsetOverflow { offset, .. }) => {
             log::warn!(
                 "Caught segment overflow error: offset {offset} does not fit log segment {} (a log written \
@@ -457,6 +486,43 @@ fn recover_or_split(
             assign_recovered_epochs(&part, cache)?;
         }
     }
+    Ok(truncated)
+}
+
+/// Recovers one segment (Kafka's `LogLoader.recoverSegment`): with producer state, a fresh
+/// manager is rebuilt up to the segment's base offset (from the latest snapshot below it), the
+/// segment's batches are replayed into it as they are validated, rebuilding the `.txnindex`,
+/// and a snapshot is taken at the segment's end so the next recovery need not replay it again.
+fn recover_segment(segment: &LogSegment, params: &LoadParams<'_>, local: &LocalLog) -> Result<u64> {
+    let Some(setup) = params.producer_state.filter(|_| !params.read_only) else { return segment.recover() };
+    let clock = local.clock().clone();
+    let mut psm = ProducerStateManager::new(
+        setup.topic_partition.clone(),
+        local.dir(),
+        setup.max_transaction_timeout_ms,
+        setup.config,
+        clock.clone(),
+    )?;
+    let rebuild = RebuildParams {
+        log_start_offset: params.log_start_offset.unwrap_or(0),
+        last_offset: segment.base_offset(),
+        reload_from_clean_shutdown: false,
+        read_only: false,
+        now: clock.milliseconds(),
+    };
+    rebuild_producer_state(&mut psm, local.segments(), &rebuild)?;
+    let truncated = segment.recover_rebuilding_txn_index(&mut |batch: &AnyBatch<'_>| {
+        let AnyBatch::V2(batch) = batch else { return Ok(None) };
+        let mut aborted = None;
+        psm.update_from_recovered_batch(batch, |txn, lso| {
+            if txn.is_aborted {
+                aborted = Some(AbortedTxn::new(txn.producer_id, txn.first_offset, txn.last_offset, lso));
+            }
+            Ok(())
+        })?;
+        Ok(aborted)
+    })?;
+    psm.take_snapshot(true)?;
     Ok(truncated)
 }
 
@@ -591,20 +657,6 @@ fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut Lo
             params.recovery_point.unwrap_or_else(|| local.segments().last_segment().map_or(0, |s| s.base_offset()));
         rp.min(result.log_end_offset).max(result.log_start_offset.min(result.log_end_offset))
     };
-    Ok(())
-}
-
-/// Producer snapshots past the log end describe data that is gone (Kafka's
-/// `removeStraySnapshots` on load).
-fn remove_stray_snapshots(files: &[(String, PathBuf)], log_end_offset: i64) -> Result<()> {
-    for (name, path) in files {
-        if is_segment_file(name, PRODUCER_SNAPSHOT_FILE_SUFFIX)
-            && offset_from_file_name(name).is_some_and(|o| o > log_end_offset)
-        {
-            log::info!("deleting producer snapshot {} past the log end offset {log_end_offset}", path.display());
-            delete_if_exists(path)?;
-        }
-    }
     Ok(())
 }
 

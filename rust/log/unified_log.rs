@@ -16,6 +16,7 @@ use super::log_dir_failure_channel::LogDirFailureChannel;
 use super::log_loader::LoadParams;
 pub use super::log_loader::LoadResult;
 use super::log_validator::{analyze, validate_and_assign_offsets, AppendOrigin, LogAppendInfo};
+use super::producer_state::{ProducerStateManager, ProducerStateManagerConfig};
 use crate::checkpoint::partition_metadata::{PartitionMetadataFile, TopicId};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
@@ -30,12 +31,14 @@ mod arguments;
 mod cleaning;
 mod committed;
 mod epochs;
+mod producers;
 mod retention;
 mod scan;
 pub use arguments::{check_first_dirty_offset, check_offset, MAX_OFFSET};
 pub use cleaning::CleaningGuard;
 pub use committed::CommittedFilter;
 pub use epochs::OffsetAndEpoch;
+pub use producers::ActiveProducer;
 pub use retention::{DeletedSegment, RetentionOptions, RetentionReason, RetentionResult};
 
 /// `ListOffsets` special timestamp: the log start offset.
@@ -92,7 +95,16 @@ pub struct LogOpenOptions {
     pub log_dir_failure_channel: Option<Arc<LogDirFailureChannel>>,
     /// Recovery progress callback.
     pub progress: Option<RecoveryProgressFn>,
+    /// `producer.id.expiration.ms` and `transaction.partition.verification.enable` for the
+    /// log's producer state (Kafka's `ProducerStateManagerConfig`).
+    pub producer_state: ProducerStateManagerConfig,
+    /// `transaction.max.timeout.ms` (Kafka's default: 900000): how long a transaction may stay
+    /// open before it counts as late.
+    pub max_transaction_timeout_ms: i32,
 }
+
+/// Kafka's default `transaction.max.timeout.ms` (15 minutes).
+pub const TRANSACTION_MAX_TIMEOUT_MS_DEFAULT: i32 = 900_000;
 
 impl Default for LogOpenOptions {
     fn default() -> Self {
@@ -105,6 +117,8 @@ impl Default for LogOpenOptions {
             clock: system_clock(),
             log_dir_failure_channel: None,
             progress: None,
+            producer_state: ProducerStateManagerConfig::default(),
+            max_transaction_timeout_ms: TRANSACTION_MAX_TIMEOUT_MS_DEFAULT,
         }
     }
 }
@@ -161,7 +175,14 @@ struct Offsets {
 /// The bytes of an append: a leader's are validated and rewritten in place (offsets, leader
 /// epoch, timestamps), a follower's are written as they are.
 enum AppendInput<'a> {
-    Leader { records: &'a mut Vec<u8>, leader_epoch: i32 },
+    /// A client's batches (`Client`) or a coordinator's marker (`Coordinator`, with its
+    /// transaction version).
+    Leader {
+        records: &'a mut Vec<u8>,
+        leader_epoch: i32,
+        origin: AppendOrigin,
+        transaction_version: i16,
+    },
     Follower(&'a [u8]),
 }
 
@@ -204,6 +225,12 @@ pub struct UnifiedLog {
     /// The leader epochs and their start offsets, persisted to `leader-epoch-checkpoint`
     /// (never written by a read-only log); see `unified_log/epochs.rs`.
     leader_epoch_cache: crate::log::leader_epoch_cache::LeaderEpochFileCache,
+    /// The partition's producers and transactions (Kafka's `ProducerStateManager`), changed
+    /// only under `write_lock`; see `unified_log/producers.rs`.
+    producer_state: Mutex<ProducerStateManager>,
+    /// The first unstable offset as last published (-1: none), read lock-free by
+    /// [`UnifiedLog::last_stable_offset`].
+    first_unstable: AtomicI64,
 }
 
 impl UnifiedLog {
@@ -232,6 +259,11 @@ impl UnifiedLog {
             log_start_offset: options.log_start_offset,
             progress: progress_fn.as_ref().map(|f| f as &(dyn Fn(usize) + Sync)),
             leader_epoch_cache: Some(&epoch_cache),
+            producer_state: Some(super::log_loader::RecoveryProducerState {
+                topic_partition: &topic_partition,
+                max_transaction_timeout_ms: options.max_transaction_timeout_ms,
+                config: options.producer_state,
+            }),
         };
         let (local, load) = super::log_loader::load(dir, &params, options.clock.clone())?;
         let leader_epoch_cache = epochs::finish_load(epoch_cache, &stored_epochs, dir, options.read_only)?;
@@ -246,6 +278,7 @@ impl UnifiedLog {
             other => other?,
         };
         let now = options.clock.milliseconds();
+        let producer_state = producers::open_producer_state(dir, &topic_partition, &local, &load, &options, now)?;
         let offsets = Offsets {
             log_start: load.log_start_offset,
             high_watermark: load.log_end_offset,
@@ -272,9 +305,17 @@ impl UnifiedLog {
             cleaning_abort: std::sync::atomic::AtomicU32::new(0),
             truncated_to: Mutex::new(None),
             leader_epoch_cache,
+            producer_state: Mutex::new(producer_state),
+            first_unstable: AtomicI64::new(producers::NO_UNSTABLE_OFFSET),
             failure_channel: options.log_dir_failure_channel,
             log_dir,
-        })
+        }
+        .with_first_unstable_offset_published())
+    }
+
+    fn with_first_unstable_offset_published(self) -> Self {
+        self.on_high_watermark_updated();
+        self
     }
 
     /// The partition directory.
@@ -425,7 +466,8 @@ impl UnifiedLog {
     /// [`MAX_OFFSET`].
     pub fn append_as_leader(&self, records: &mut Vec<u8>, leader_epoch: i32) -> Result<LogAppendInfo> {
         arguments::check_leader_epoch(leader_epoch)?;
-        self.append(AppendInput::Leader { records, leader_epoch })
+        let transaction_version = crate::log::producer_state::TV_UNKNOWN;
+        self.append(AppendInput::Leader { records, leader_epoch, origin: AppendOrigin::Client, transaction_version })
     }
 
     /// Appends batches copied from a leader: offsets are kept and must follow the log end.
@@ -441,9 +483,9 @@ impl UnifiedLog {
     fn append_inner(&self, mut input: AppendInput<'_>) -> Result<LogAppendInfo> {
         self.check_writable()?;
         let config = self.config();
-        let origin = match input {
-            AppendInput::Leader { .. } => AppendOrigin::Client,
-            AppendInput::Follower(_) => AppendOrigin::Replication,
+        let (origin, transaction_version) = match input {
+            AppendInput::Leader { origin, transaction_version, .. } => (origin, transaction_version),
+            AppendInput::Follower(_) => (AppendOrigin::Replication, producers::REPLICATION_TRANSACTION_VERSION),
         };
         let shallow = analyze(input.bytes(), &config, origin)?;
         let _guard = self.write_lock.lock();
@@ -468,9 +510,13 @@ impl UnifiedLog {
             });
         }
         let (info, log_append_time) = match &mut input {
-            AppendInput::Leader { records, leader_epoch } => {
+            AppendInput::Leader { records, leader_epoch, origin, .. } => {
                 arguments::check_room_for(&self.topic_partition, leo, shallow.record_count)?;
-                let info = validate_and_assign_offsets(records, leo, now, *leader_epoch, &config)?;
+                let info = if *origin == AppendOrigin::Coordinator {
+                    producers::stamp_marker(records, leo, now, *leader_epoch, &config)?
+                } else {
+                    validate_and_assign_offsets(records, leo, now, *leader_epoch, &config)?
+                };
                 let lat =
                     if config.message_timestamp_type == crate::record::TimestampType::LogAppendTime { now } else { -1 };
                 (info, lat)
@@ -496,8 +542,15 @@ impl UnifiedLog {
                 return Err(Error::RecordBatchTooLarge { size, max: max_size });
             }
         }
+        let mut psm = self.producer_state.lock();
+        if let Some(duplicate) = producers::check_producer_state(&mut psm, records, origin, transaction_version)? {
+            return Ok(self.duplicate_append_info(duplicate, log_append_time));
+        }
         self.assign_epochs_of(records)?;
-        self.append_batches(records, now, &config)?;
+        let written = self.append_batches(records, now, &config, &mut psm, origin, transaction_version);
+        self.publish_first_unstable_offset(&mut psm);
+        drop(psm);
+        written?;
         let unflushed = self.unflushed_messages.fetch_add(info.record_count, Ordering::AcqRel) + info.record_count;
         let since_flush = now - self.last_flush_ms.load(Ordering::Acquire);
         if unflushed as i64 >= config.flush_messages || since_flush >= config.flush_ms {
@@ -523,25 +576,34 @@ impl UnifiedLog {
     /// may roll the segment first), so the files match what a producer would have produced.
     /// The offsets advance after every batch, so an I/O failure part way leaves the log
     /// consistent.
-    fn append_batches(&self, records: &[u8], now: i64, config: &LogConfig) -> Result<()> {
+    fn append_batches(
+        &self,
+        records: &[u8],
+        now: i64,
+        config: &LogConfig,
+        psm: &mut ProducerStateManager,
+        origin: AppendOrigin,
+        transaction_version: i16,
+    ) -> Result<()> {
         for item in BatchIter::new(records) {
             let (_, batch) = item?;
             let bytes = batch.bytes();
             let count = batch.record_count()?;
-            let segment = self.maybe_roll(
-                bytes.len() as u64,
-                batch.max_timestamp(),
-                batch.last_offset(),
-                batch.base_offset()?,
-                now,
-                config,
-            )?;
+            let segment = self.maybe_roll(&batch, now, config, psm)?;
+            let position = segment.size();
             segment.append(batch.last_offset(), bytes, count)?;
             let mut o = self.offsets.write();
             o.log_end = batch.next_offset();
             o.log_end_position = segment.size();
             if self.hw_follows_leo.load(Ordering::Acquire) {
                 o.high_watermark = o.log_end;
+            }
+            drop(o);
+            match &batch {
+                AnyBatch::V2(b) => {
+                    producers::apply_producer_batch(psm, b, &segment, position, origin, transaction_version)?;
+                }
+                AnyBatch::Legacy(_) => psm.update_map_end_offset(batch.last_offset() + 1),
             }
         }
         Ok(())
@@ -551,13 +613,14 @@ impl UnifiedLog {
     /// incoming offsets (Kafka's `maybeRoll`).
     fn maybe_roll(
         &self,
-        size: u64,
-        max_timestamp: i64,
-        max_offset: i64,
-        first_offset: i64,
+        batch: &AnyBatch<'_>,
         now: i64,
         config: &LogConfig,
+        psm: &mut ProducerStateManager,
     ) -> Result<Arc<LogSegment>> {
+        let (size, max_timestamp, max_offset) =
+            (batch.bytes().len() as u64, batch.max_timestamp(), batch.last_offset());
+        let first_offset = batch.base_offset()?;
         let active = self.local.segments().last_segment().ok_or_else(|| Error::illegal_state("log has no segments"))?;
         let params = RollParams {
             max_segment_ms: config.max_segment_ms(),
@@ -568,7 +631,7 @@ impl UnifiedLog {
             now,
         };
         if active.should_roll(&params)? {
-            return self.roll_locked(Some(first_offset));
+            return self.roll_locked(Some(first_offset), psm);
         }
         Ok(active)
     }
@@ -577,15 +640,25 @@ impl UnifiedLog {
     pub fn roll(&self) -> Result<i64> {
         self.check_writable()?;
         let _guard = self.write_lock.lock();
-        self.handle_io(self.roll_locked(None)).map(|s| s.base_offset())
+        let mut psm = self.producer_state.lock();
+        self.handle_io(self.roll_locked(None, &mut psm)).map(|s| s.base_offset())
     }
 
-    fn roll_locked(&self, expected_next_offset: Option<i64>) -> Result<Arc<LogSegment>> {
+    fn roll_locked(
+        &self,
+        expected_next_offset: Option<i64>,
+        psm: &mut ProducerStateManager,
+    ) -> Result<Arc<LogSegment>> {
         let leo = self.log_end_offset();
         let new_offset = expected_next_offset.unwrap_or(0).max(leo);
         let config = self.config();
         let segment = self.local.roll(new_offset, &config)?;
         self.offsets.write().log_end_position = 0;
+        // Kafka's roll: producer state is snapshotted at the new segment's base, so a reload
+        // replays at most the active segment. The snapshot's fsync comes with the flush below.
+        psm.update_map_end_offset(new_offset);
+        psm.take_snapshot(false)?;
+        psm.flush_snapshot(new_offset)?;
         // Kafka schedules a flush of everything below the new segment at roll; done here
         // synchronously, so the recovery point never lags more than the active segment.
         self.flush_locked(new_offset)?;
@@ -599,9 +672,13 @@ impl UnifiedLog {
         self.check_open()?;
         arguments::check_offset("offset", hw, format_args!("the high watermark of {}", self.topic_partition))?;
         self.hw_follows_leo.store(false, Ordering::Release);
-        let mut o = self.offsets.write();
-        o.high_watermark = hw.clamp(o.log_start, o.log_end);
-        Ok(o.high_watermark)
+        let high_watermark = {
+            let mut o = self.offsets.write();
+            o.high_watermark = hw.clamp(o.log_start, o.log_end);
+            o.high_watermark
+        };
+        self.on_high_watermark_updated();
+        Ok(high_watermark)
     }
 
     /// Raises the log start offset to `offset` (Kafka's `deleteRecords` /
@@ -625,8 +702,10 @@ impl UnifiedLog {
             raised
         };
         if raised {
-            // Kafka's maybeIncrementLogStartOffset: the first epoch entry follows the log start.
+            // Kafka's maybeIncrementLogStartOffset: the first epoch entry follows the log start,
+            // and so does producer state.
             self.handle_io(self.leader_epoch_cache.truncate_from_start(offset))?;
+            self.on_log_start_offset_incremented(offset);
         }
         Ok(self.log_start_offset())
     }
@@ -782,6 +861,7 @@ impl UnifiedLog {
             o.log_start = o.log_start.min(target);
         }
         self.leader_epoch_cache.truncate_from_end(target)?;
+        self.reload_producer_state_after_truncation()?;
         Ok(true)
     }
 
@@ -806,14 +886,17 @@ impl UnifiedLog {
     fn truncate_fully_locked(&self, new_offset: i64, config: &LogConfig) -> Result<()> {
         self.local.truncate_fully_and_start_at(new_offset, config)?;
         self.leader_epoch_cache.clear_and_flush()?;
-        let mut o = self.offsets.write();
-        *o = Offsets {
+        *self.offsets.write() = Offsets {
             log_start: new_offset,
             high_watermark: new_offset,
             log_end: new_offset,
             log_end_position: 0,
             recovery_point: new_offset,
         };
+        // Kafka's truncateFullyAndStartAt: every snapshot goes and the state starts empty.
+        let mut psm = self.producer_state.lock();
+        psm.truncate_fully_and_start_at(new_offset)?;
+        self.publish_first_unstable_offset(&mut psm);
         Ok(())
     }
 
@@ -899,6 +982,11 @@ impl UnifiedLog {
             return Ok(());
         }
         let result = self.flush_locked(self.log_end_offset()).and_then(|()| {
+            // Kafka's close: a snapshot at the log end, so the next open replays nothing.
+            let mut psm = self.producer_state.lock();
+            psm.update_map_end_offset(self.log_end_offset());
+            psm.take_snapshot(true)?;
+            drop(psm);
             for s in self.local.segments().values() {
                 s.close()?;
             }

@@ -109,6 +109,10 @@ pub struct LoadContext<'a> {
     pub progress: Option<ProgressCallback>,
     /// How long to wait for a partition directory locked by another writer.
     pub partition_lock_timeout: Duration,
+    /// The producer-state settings every log opens with (`producer.id.expiration.ms`).
+    pub producer_state: crate::log::producer_state::ProducerStateManagerConfig,
+    /// `transaction.max.timeout.ms`.
+    pub max_transaction_timeout_ms: i32,
 }
 
 /// The first pause between two attempts to take a partition's lock; it doubles up to
@@ -344,6 +348,8 @@ fn load_partition(
         clock: ctx.clock.clone(),
         log_dir_failure_channel: Some(ctx.failure_channel.clone()),
         progress: Some(progress),
+        producer_state: ctx.producer_state,
+        max_transaction_timeout_ms: ctx.max_transaction_timeout_ms,
     };
     let started = Instant::now();
     let log = Arc::new(open_when_unlocked(path, &config, &options, ctx.partition_lock_timeout, waiting)?);

@@ -44,6 +44,8 @@ const FLUSH_TASK: &str = "kafka-log-flusher";
 const RECOVERY_POINT_TASK: &str = "kafka-recovery-point-checkpoint";
 const LOG_START_TASK: &str = "kafka-log-start-offset-checkpoint";
 const DELETE_LOGS_TASK: &str = "kafka-delete-logs";
+/// Kafka's per-log `PeriodicProducerExpirationCheck`, run here for every log at once.
+const PRODUCER_EXPIRATION_TASK: &str = "PeriodicProducerExpirationCheck";
 
 #[path = "cleaning.rs"]
 pub mod cleaning;
@@ -165,6 +167,8 @@ impl LogManager {
             failure_channel: failure_channel.clone(),
             progress: options.progress.clone(),
             partition_lock_timeout: options.partition_lock_timeout,
+            producer_state: producer_state_config(&config),
+            max_transaction_timeout_ms: config.transaction_max_timeout_ms,
         };
         let loaded = load_log_dirs(&live, &ctx)?;
         let mut state = State { dirs, topic_configs: options.topic_configs.clone(), ..State::default() };
@@ -198,6 +202,9 @@ impl LogManager {
         tasks.schedule(RECOVERY_POINT_TASK, now, delay, i64::from(config.flush_recovery_offset_checkpoint_ms));
         tasks.schedule(LOG_START_TASK, now, delay, i64::from(config.flush_start_offset_checkpoint_ms));
         tasks.schedule(DELETE_LOGS_TASK, now, delay, 1000);
+        // Kafka's UnifiedLog schedules it with the interval as its first delay too.
+        let expiration_check = i64::from(config.producer_id_expiration_check_interval_ms);
+        tasks.schedule(PRODUCER_EXPIRATION_TASK, now, expiration_check, expiration_check);
         let inner = Arc::new_cyclic(|weak| {
             let cleaner =
                 cleaning::new_log_cleaner(&config, &live, weak.clone(), failure_channel.clone(), clock.clone());
@@ -354,6 +361,8 @@ impl LogManager {
                 had_clean_shutdown: true,
                 clock: self.inner.clock.clone(),
                 log_dir_failure_channel: Some(self.inner.failure_channel.clone()),
+                producer_state: producer_state_config(&self.inner.config),
+                max_transaction_timeout_ms: self.inner.config.transaction_max_timeout_ms,
                 ..LogOpenOptions::default()
             };
             let log = match UnifiedLog::open(&path, config.clone(), options).and_then(|log| {
@@ -769,6 +778,11 @@ impl Inner {
                     }
                 }
                 DELETE_LOGS_TASK => self.delete_logs(now),
+                PRODUCER_EXPIRATION_TASK => {
+                    for log in self.all_logs() {
+                        log.remove_expired_producers(now);
+                    }
+                }
                 _ => {}
             }
         }
@@ -868,5 +882,15 @@ impl Inner {
         if let Err(e) = write_checkpoints(dir, &logs, which) {
             self.failure_channel.maybe_add_offline_log_dir(dir, &e.to_string());
         }
+    }
+}
+
+/// The producer-state settings of the broker config (Kafka's `ProducerStateManagerConfig`
+/// built from `producer.id.expiration.ms`; transaction verification is a broker's concern and
+/// stays at Kafka's default).
+fn producer_state_config(config: &LogManagerConfig) -> crate::log::producer_state::ProducerStateManagerConfig {
+    crate::log::producer_state::ProducerStateManagerConfig {
+        producer_id_expiration_ms: config.producer_id_expiration_ms,
+        ..Default::default()
     }
 }

@@ -13,8 +13,8 @@ use super::cleaner::CompactResult;
 use super::decode;
 use super::errors::{run, to_py_err};
 use super::records::{
-    AbortedTransaction, AppendInfo, ConsumerRecord, EpochEntry, OffsetAndEpoch, ReadResult, RetentionResult,
-    SegmentInfo, TimestampAndOffset,
+    AbortedTransaction, ActiveProducer, AppendInfo, ConsumerRecord, EpochEntry, OffsetAndEpoch, OngoingTransaction,
+    ReadResult, RetentionResult, SegmentInfo, TimestampAndOffset,
 };
 use crate::checkpoint::partition_metadata::TopicId;
 use crate::cleaner::{CompactOptions, Compactor};
@@ -362,6 +362,43 @@ impl PyUnifiedLog {
         let log = self.inner.clone();
         let found = run(py, move || log.aborted_transactions(start, end))?;
         Ok(found.iter().map(AbortedTransaction::from).collect())
+    }
+
+    /// The producers the log knows, by producer id (in memory: no I/O).
+    fn active_producers(&self) -> Vec<ActiveProducer> {
+        self.inner.active_producers().iter().map(ActiveProducer::from).collect()
+    }
+    /// The open transactions, by first offset (in memory: no I/O).
+    fn ongoing_transactions(&self) -> Vec<OngoingTransaction> {
+        let open = self.inner.ongoing_transactions();
+        open.into_iter().map(|(producer_id, first_offset)| OngoingTransaction { producer_id, first_offset }).collect()
+    }
+    /// Kafka's lastStableOffset.
+    #[getter]
+    fn last_stable_offset(&self) -> i64 {
+        self.inner.last_stable_offset()
+    }
+    /// Kafka's firstUnstableOffset, None when every offset is stable.
+    #[getter]
+    fn first_unstable_offset(&self) -> Option<i64> {
+        self.inner.first_unstable_offset()
+    }
+    /// Writes a transaction coordinator's COMMIT or ABORT marker for the producer.
+    #[pyo3(signature = (producer_id, producer_epoch, commit, coordinator_epoch, transaction_version))]
+    fn append_txn_marker(
+        &self,
+        py: Python<'_>,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+        coordinator_epoch: i32,
+        transaction_version: Option<i16>,
+    ) -> PyResult<AppendInfo> {
+        let log = self.inner.clone();
+        let info = run(py, move || {
+            log.append_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch, transaction_version)
+        })?;
+        Ok(AppendInfo::from(&info))
     }
 
     /// The topic id in `partition.metadata`, or None.

@@ -49,6 +49,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<records::DecodedRecord>()?;
     m.add_class::<records::EpochEntry>()?;
     m.add_class::<records::AbortedTransaction>()?;
+    m.add_class::<records::ActiveProducer>()?;
+    m.add_class::<records::OngoingTransaction>()?;
     m.add_class::<manager::DirRecoveryProgress>()?;
     m.add_class::<manager::DirLoadSummary>()?;
     m.add_class::<manager::LogDirInfo>()?;

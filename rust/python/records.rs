@@ -282,3 +282,47 @@ impl From<&crate::index::transaction_index::AbortedTxn> for AbortedTransaction {
         }
     }
 }
+
+py_result! { record
+    /// One producer of the partition (Kafka's ProducerStateEntry): its epoch, the last sequence
+    /// and offset it wrote, its coordinator epoch, its open transaction and its last write's
+    /// timestamp.
+    #[module = "kafkalog"]
+    pub struct ActiveProducer {
+        producer_id: i64,
+        producer_epoch: i16,
+        /// The last sequence of its last batch (-1 if none is retained).
+        last_sequence: i32,
+        /// The last offset of its last batch (-1 if none is retained).
+        last_offset: i64,
+        /// The coordinator epoch of its last transaction marker (-1 if none).
+        coordinator_epoch: i32,
+        /// The first offset of its open transaction, None when none is open.
+        current_txn_first_offset: Option<i64>,
+        /// The timestamp of its last write (ms).
+        last_timestamp: i64,
+    }
+}
+
+impl From<&crate::log::unified_log::ActiveProducer> for ActiveProducer {
+    fn from(p: &crate::log::unified_log::ActiveProducer) -> Self {
+        ActiveProducer {
+            producer_id: p.producer_id,
+            producer_epoch: p.producer_epoch,
+            last_sequence: p.last_sequence,
+            last_offset: p.last_data_offset,
+            coordinator_epoch: p.coordinator_epoch,
+            current_txn_first_offset: p.current_txn_first_offset,
+            last_timestamp: p.last_timestamp,
+        }
+    }
+}
+
+py_result! { record
+    /// An open transaction: its producer and the offset of its first record.
+    #[module = "kafkalog"]
+    pub struct OngoingTransaction {
+        producer_id: i64,
+        first_offset: i64,
+    }
+}

@@ -1317,3 +1317,51 @@ fn compact_log_from_the_checkpoint() {
     let offsets = cleanable_offsets(&log, Some(10_000), T0).unwrap();
     assert_eq!((offsets.first_dirty_offset, offsets.force_update_checkpoint), (0, true));
 }
+
+/// A client batch of `producer_id` (epoch 0) from `sequence`, one record per key (key = value),
+/// appended as leader; returns the offsets the log answers (Kafka's
+/// `appendIdempotentAsLeader`).
+fn leader_idempotent(log: &UnifiedLog, producer_id: i64, sequence: i32, keys: &[i64]) -> (i64, i64) {
+    let header = BatchHeader { producer_id, producer_epoch: 0, base_sequence: sequence, ..BatchHeader::default() };
+    let mut b = kafkalog::record::builder::BatchBuilder::new(header);
+    for k in keys {
+        let s = k.to_string();
+        b.append_next(T0, Some(s.as_bytes()), Some(s.as_bytes()), &[]).unwrap();
+    }
+    let info = log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+    (info.first_offset, info.last_offset)
+}
+
+/// testDuplicateCheckAfterCleaning: after cleaning (and a reload), the retained last batch of
+/// each producer still answers a retried append with the original offsets and writes nothing.
+#[test]
+fn duplicate_check_after_cleaning() {
+    let fx = Fixture::new();
+    let cfg = compact_config(&[("internal.segment.bytes", "2048")]);
+    let mut log = open_shared(&fx, &cfg);
+    leader_idempotent(&log, 1, 0, &[1, 2, 3]);
+    leader_idempotent(&log, 2, 0, &[3, 1, 4]);
+    leader_idempotent(&log, 3, 0, &[1, 4]);
+    log.roll().unwrap();
+    do_clean(&mut big_cleaner(&fx), &log, 0, active_base(&log), T0).unwrap();
+    assert_eq!(last_offsets_per_batch(&log), vec![2, 5, 7]);
+    assert_eq!(data_offsets(&log), vec![1, 3, 6, 7]);
+    let reload = |log: &Arc<UnifiedLog>| {
+        log.close().unwrap();
+        let options = LogOpenOptions { recovery_point: Some(0), ..fx.options() };
+        Arc::new(UnifiedLog::open(&fx.dir, cfg.clone(), options).unwrap())
+    };
+    log = reload(&log);
+    let end = log.log_end_offset();
+    assert_eq!(leader_idempotent(&log, 1, 0, &[1, 2, 3]), (0, 2));
+    assert_eq!(leader_idempotent(&log, 3, 0, &[1, 4]), (6, 7));
+    assert_eq!(leader_idempotent(&log, 2, 0, &[3, 1, 4]), (3, 5));
+    assert_eq!(log.log_end_offset(), end, "duplicates write nothing");
+    leader_idempotent(&log, 4, 0, &[2]);
+    log.roll().unwrap();
+    do_clean(&mut big_cleaner(&fx), &log, 0, active_base(&log), T0).unwrap();
+    assert_eq!(last_offsets_per_batch(&log), vec![2, 5, 7, 8]);
+    assert_eq!(data_offsets(&log), vec![3, 6, 7, 8]);
+    log = reload(&log);
+    assert_eq!(leader_idempotent(&log, 1, 0, &[1, 2, 3]), (0, 2), "producer 1's emptied batch still answers");
+}

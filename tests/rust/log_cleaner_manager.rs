@@ -369,3 +369,39 @@ fn abort_and_pause_waits_for_the_running_work() {
     assert!(returned.load(Ordering::SeqCst));
     assert_eq!(m.cleaning_state(&tp("a")), Some(LogCleaningState::Paused(1)));
 }
+
+/// LogCleanerManagerTest.testUndecidedTransactionalDataNotCleanable with the log's real last
+/// stable offset: an open transaction holds it at the transaction's first offset, the
+/// manager's range stops at the segment holding it, and once cleaned up to there the log is
+/// not picked again at every backoff; the COMMIT marker makes it cleanable again.
+#[test]
+fn an_open_transaction_bounds_the_range_and_the_log_is_not_picked_again() {
+    use kafkalog::record::builder::{BatchBuilder, BatchHeader};
+    let env = Env::new();
+    let m = env.manager();
+    let log = env.log("a", &compact(&[]));
+    fill(&log, 9, 3, T0);
+    let txn_first = log.log_end_offset();
+    let header = BatchHeader {
+        producer_id: 7,
+        producer_epoch: 0,
+        base_sequence: 0,
+        is_transactional: true,
+        ..BatchHeader::default()
+    };
+    let mut b = BatchBuilder::new(header);
+    b.append_next(T0, Some(b"key-0"), Some(b"txn"), &[]).unwrap();
+    log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+    fill(&log, 9, 3, T0);
+    assert_eq!((log.first_unstable_offset(), log.last_stable_offset()), (Some(txn_first), txn_first));
+    let o = cleanable_offsets(&log, None, env.clock.milliseconds()).unwrap();
+    assert_eq!(o.first_uncleanable_dirty_offset, txn_first);
+    let ltc = grab(&m).expect("the data below the transaction is dirty");
+    assert!(ltc.first_uncleanable_offset <= txn_first, "{}", ltc.first_uncleanable_offset);
+    m.done_cleaning(&tp("a"), env.dir(), ltc.first_uncleanable_offset).unwrap();
+    assert!(grab(&m).is_none(), "nothing cleanable below the open transaction: the log is not picked again");
+    log.append_txn_marker(7, 0, true, 0, None).unwrap();
+    fill(&log, 6, 3, T0);
+    assert_eq!(log.first_unstable_offset(), None);
+    assert!(grab(&m).is_some(), "committed: the rest of the log is cleanable");
+}

@@ -35,6 +35,7 @@ mod log_cleaner_manager;
 mod log_loader;
 mod log_manager;
 mod model;
+mod producer_state;
 mod read_committed;
 mod reopen;
 mod retention;

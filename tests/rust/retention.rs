@@ -44,6 +44,8 @@ fn segment_files(bases: &[i64], suffix: &str) -> Vec<String> {
     let mut out: Vec<String> = bases
         .iter()
         .flat_map(|b| [".index", ".log", ".timeindex"].map(|e| segment_file_name(*b, &format!("{e}{suffix}"))))
+        // Every roll snapshots producer state at the new segment's base (none at 0).
+        .chain(bases.iter().filter(|b| **b > 0).map(|b| segment_file_name(*b, &format!(".snapshot{suffix}"))))
         .collect();
     out.sort();
     out
@@ -307,26 +309,25 @@ fn cap_future_timestamps_judges_by_mtime() {
     assert!(plain.delete_old_segments().unwrap().deleted.is_empty(), "without the cap nothing goes");
 }
 
-/// testRetentionDeletesProducerStateSnapshots: the producer snapshots of deleted segments are
-/// renamed `.snapshot.deleted` and unlinked after `file.delete.delay.ms`; the others stay.
+/// testRetentionDeletesProducerStateSnapshots: the producer snapshots of deleted segments (taken
+/// at their rolls; none at offset 0, where the state was empty) are renamed `.snapshot.deleted`
+/// and unlinked after `file.delete.delay.ms`; the others stay.
 #[test]
 fn retention_deletes_producer_snapshots_after_the_delay() {
     let fx = Fixture::new();
     let cfg = config(&[("retention.ms", "1000"), ("file.delete.delay.ms", "500")]);
     let log = log_with_segments(&fx, &cfg, &[&[T0, T0, T0], &[T0, T0, T0], &[T0 + 9_500]]);
-    for base in [0, 3, 6] {
-        std::fs::write(fx.dir.join(segment_file_name(base, ".snapshot")), b"").unwrap();
-    }
+    assert_eq!(
+        files_with_suffix(&fx.dir, ".snapshot"),
+        [segment_file_name(3, ".snapshot"), segment_file_name(6, ".snapshot")]
+    );
     fx.clock.advance(10_000);
     assert_eq!(summary(&log.delete_old_segments().unwrap().deleted).len(), 2);
-    assert_eq!(
-        files_with_suffix(&fx.dir, ".snapshot.deleted"),
-        [segment_file_name(0, ".snapshot.deleted"), segment_file_name(3, ".snapshot.deleted")]
-    );
+    assert_eq!(files_with_suffix(&fx.dir, ".snapshot.deleted"), [segment_file_name(3, ".snapshot.deleted")]);
     assert_eq!(files_with_suffix(&fx.dir, ".snapshot"), [segment_file_name(6, ".snapshot")]);
     fx.clock.advance(499);
     log.delete_due_files().unwrap();
-    assert_eq!(files_with_suffix(&fx.dir, ".snapshot.deleted").len(), 2);
+    assert_eq!(files_with_suffix(&fx.dir, ".snapshot.deleted").len(), 1);
     fx.clock.advance(1);
     log.delete_due_files().unwrap();
     assert!(files_with_suffix(&fx.dir, ".deleted").is_empty());

@@ -34,6 +34,36 @@ fn index_in(log: &UnifiedLog, base: i64, txn: AbortedTxn) {
     segment.update_txn_index(txn).unwrap();
 }
 
+/// Transactional data of producer 7 (first sequence `seq`) or 8, `n` records, as leader.
+fn put_txn_leader(log: &UnifiedLog, producer_id: i64, seq: i32, n: usize) {
+    let header = BatchHeader {
+        producer_id,
+        producer_epoch: 0,
+        base_sequence: seq,
+        is_transactional: true,
+        ..BatchHeader::default()
+    };
+    let mut b = kafkalog::record::builder::BatchBuilder::new(header);
+    for _ in 0..n {
+        b.append_next(T0, Some(b"k"), Some(b"v"), &[]).unwrap();
+    }
+    log.append_as_leader(&mut b.build().unwrap(), 0).unwrap();
+}
+
+/// One segment whose producers abort three transactions, as a broker writes them: the ABORT
+/// markers at 5, 15 and 25 index `entry(7, 0, 5)`, `entry(8, 11, 15)` and `entry(7, 20, 25)`;
+/// the log ends at 26, after the last marker.
+fn three_aborted_transactions(log: &UnifiedLog) {
+    put_txn_leader(log, 7, 0, 5); // 0..=4
+    log.append_txn_marker(7, 0, false, 0, None).unwrap(); // 5
+    append_values(log, T0, &TEN[..5]); // 6..=10
+    put_txn_leader(log, 8, 0, 4); // 11..=14
+    log.append_txn_marker(8, 0, false, 0, None).unwrap(); // 15
+    append_values(log, T0, &TEN[..4]); // 16..=19
+    put_txn_leader(log, 7, 5, 5); // 20..=24
+    log.append_txn_marker(7, 0, false, 0, None).unwrap(); // 25
+}
+
 /// Three segments of ten records each: bases 0, 10 and 20, the log end at 30.
 fn three_segments(fx: &Fixture) -> UnifiedLog {
     let log = fx.open(&config(&[("file.delete.delay.ms", "1000")]));
@@ -53,13 +83,10 @@ fn truncation_cuts_the_aborted_transactions_at_or_above_the_new_end() {
     let txn_index = fx.dir.join(format!("{:020}.txnindex", 0));
     {
         let log = fx.open(&cfg);
-        for _ in 0..3 {
-            append_values(&log, T0, &TEN);
-        }
+        three_aborted_transactions(&log);
         log.close().unwrap();
     }
-    // As Kafka's broker leaves it: aborted transactions whose markers are at 5, 15 and 25.
-    std::fs::write(&txn_index, [entry(7, 0, 5), entry(8, 11, 15), entry(7, 20, 25)].concat()).unwrap();
+    assert_eq!(std::fs::read(&txn_index).unwrap(), [entry(7, 0, 5), entry(8, 11, 15), entry(7, 20, 25)].concat());
     let log = fx.open(&cfg);
     assert!(log.truncate_to(20).unwrap());
     assert_eq!(std::fs::read(&txn_index).unwrap(), [entry(7, 0, 5), entry(8, 11, 15)].concat());
@@ -192,19 +219,18 @@ fn recovery_cuts_the_entries_of_markers_it_cuts() {
     let cfg = config(&[]);
     {
         let log = fx.open(&cfg);
-        for _ in 0..3 {
-            append_values(&log, T0, &TEN);
-        }
+        three_aborted_transactions(&log);
         log.close().unwrap();
     }
     let txn_index = fx.dir.join(segment_file_name(0, ".txnindex"));
-    std::fs::write(&txn_index, [entry(7, 0, 5), entry(8, 11, 15), entry(7, 20, 25)].concat()).unwrap();
+    // The last ABORT marker is torn.
     let log_file = fx.dir.join(segment_file_name(0, ".log"));
     let len = std::fs::metadata(&log_file).unwrap().len();
     std::fs::OpenOptions::new().write(true).open(&log_file).unwrap().set_len(len - 5).unwrap();
     let log = UnifiedLog::open(&fx.dir, cfg, LogOpenOptions { had_clean_shutdown: false, ..fx.options() }).unwrap();
-    assert_eq!(log.log_end_offset(), 20);
+    assert_eq!(log.log_end_offset(), 25);
     assert_eq!(std::fs::read(&txn_index).unwrap(), [entry(7, 0, 5), entry(8, 11, 15)].concat());
+    assert_eq!(log.ongoing_transactions(), vec![(7, 20)], "the torn marker's transaction is open again");
 }
 
 /// Kafka's `LogSegment.recover` with producer state: the index is reset, then rebuilt from
@@ -244,9 +270,8 @@ fn a_clean_carries_the_index_into_the_segment_it_writes() {
     put_int(&log, 3, 3);
     put_int(&log, 4, 4);
     log.roll().unwrap();
-    // The log was written as a follower: the aborted transaction is indexed as producer state
-    // would have indexed it.
-    index_in(&log, 0, abort(1, 0, marker, marker + 1));
+    // Producer state indexed the aborted transaction at its marker, as the follower wrote it.
+    assert_eq!(log.aborted_transactions(0, log.log_end_offset()).unwrap(), vec![abort(1, 0, marker, marker + 1)]);
     let now = T0 + 2 * 86_400_000;
     do_clean(&mut big_cleaner(&fx), &log, 0, active_base(&log), now).unwrap();
     assert_eq!(log.aborted_transactions(0, log.log_end_offset()).unwrap(), vec![abort(1, 0, marker, marker + 1)]);

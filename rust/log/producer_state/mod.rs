@@ -14,7 +14,8 @@
 //! - [`manager`]: the partition's producer table, transactions, first unstable offset and
 //!   snapshots (`ProducerStateManager`); [`manager_config`]: its settings;
 //! - [`log_updates`]: how appends, rebuilds and segment recovery feed it (`UnifiedLog.updateProducers`,
-//!   `loadProducersFromRecords`, `LogSegment.updateProducerState`).
+//!   `loadProducersFromRecords`, `LogSegment.updateProducerState`); [`rebuild`]: the rebuild
+//!   from snapshot and segments (`UnifiedLog.rebuildProducerState`).
 
 pub mod append_info;
 pub mod batch_metadata;
@@ -22,6 +23,7 @@ pub mod entry;
 pub mod log_updates;
 pub mod manager;
 pub mod manager_config;
+pub mod rebuild;
 pub mod snapshot;
 pub mod txn_metadata;
 pub mod verification;
@@ -38,6 +40,7 @@ pub use batch_metadata::BatchMetadata;
 pub use entry::{ProducerStateEntry, NUM_BATCHES_TO_RETAIN};
 pub use manager::{last_stable_offset_for, ProducerStateManager, LATE_TRANSACTION_BUFFER_MS};
 pub use manager_config::ProducerStateManagerConfig;
+pub use rebuild::{rebuild_producer_state, RebuildParams};
 pub use snapshot::SnapshotFile;
 pub use txn_metadata::{CompletedTxn, LogOffsetMetadata, TxnMetadata};
 pub use verification::{VerificationGuard, VerificationStateEntry};

@@ -113,13 +113,6 @@ impl UnifiedLog {
         self.local.segments().last_segment()
     }
 
-    /// The last stable offset as far as the log knows: it keeps no transaction state yet, so
-    /// this is the high watermark. The cleaner lowers its range further to the first open
-    /// transaction its header scan finds (`cleaner/producer_scan.rs`).
-    pub fn last_stable_offset(&self) -> i64 {
-        self.high_watermark()
-    }
-
     /// A new empty segment at `base_offset` with the `.cleaned` suffix, not in the segment map
     /// (Kafka's `createNewCleanedSegment`); leftover `.cleaned` files at that base go first.
     pub fn create_new_cleaned_segment(&self, base_offset: i64) -> Result<LogSegment> {

@@ -225,7 +225,7 @@ impl UnifiedLog {
         let config = self.config();
         let mut doomed = deletable.to_vec();
         if self.local.segments().len() == doomed.len() {
-            let new_segment = self.roll_locked(None)?;
+            let new_segment = self.roll_locked(None, &mut self.producer_state.lock())?;
             if doomed.last().is_some_and(|s| s.base_offset() == new_segment.base_offset()) {
                 log::warn!(
                     "empty active segment at {} of {} was deleted and recreated due to {}",
@@ -252,10 +252,17 @@ impl UnifiedLog {
             if let Some(new_start) = raised {
                 // Kafka's maybeIncrementLogStartOffset: the first epoch entry follows.
                 self.leader_epoch_cache.truncate_from_start(new_start)?;
+                self.on_log_start_offset_incremented(new_start);
             }
         }
         self.local.remove_and_delete_segments(&doomed, &config)?;
-        let bases: Vec<i64> = deletable.iter().map(|s| s.base_offset()).collect();
-        self.local.delete_producer_snapshots(&bases, &config)
+        let mut marked = Vec::new();
+        {
+            let mut psm = self.producer_state.lock();
+            for s in deletable {
+                marked.extend(psm.remove_and_mark_snapshot_for_deletion(s.base_offset())?);
+            }
+        }
+        self.local.schedule_file_deletion(marked.into_iter().map(|s| s.file().to_path_buf()).collect(), &config)
     }
 }
