@@ -100,8 +100,9 @@ def test_kafkalog_read_committed_equals_kafka_consumer_on_transactional_data(eos
     (the first offset of the open transaction, ``t{ROUNDS-1}-0``), is the read_committed Kafka
     consumer's, row for row, through records(), to_arrow() and iter_arrow() (in small chunks):
     the records of aborted transactions and the control records are left out, by the broker's
-    .txnindex files. (The log's own last stable offset needs producer state; until it is wired
-    the range is bounded here.)"""
+    .txnindex files. Left to itself (no end given) each read stops at the log's own last stable
+    offset, which equals the consumer's end offset: producer state rebuilt from the broker's
+    snapshots and segments finds the open transaction."""
     broker, views = eos_broker
     for p, (uncommitted, committed) in views.items():
         lso = next(row[0] for row in uncommitted if row[3] == b"t%d-0" % (ROUNDS - 1))
@@ -110,6 +111,11 @@ def test_kafkalog_read_committed_equals_kafka_consumer_on_transactional_data(eos
             rows = [record_row(r) for r in log.records(0, lso, isolation="read_committed")]
             table = log.to_arrow(0, lso, isolation="read_committed")
             chunks = list(log.iter_arrow(0, lso, isolation="read_committed", max_chunk_bytes=256))
+            assert log.last_stable_offset == lso, f"partition {p}"
+            assert [o.first_offset for o in log.ongoing_transactions] == [lso]
+            unbounded = [record_row(r) for r in log.records(isolation="read_committed")]
+            assert arrow_rows(log.to_arrow(isolation="read_committed")) == committed
+        assert unbounded == committed, f"partition {p}: records() up to the log's own LSO"
         assert rows == committed, f"partition {p}: records()"
         assert arrow_rows(table) == committed, f"partition {p}: to_arrow()"
         assert len(chunks) > 1 and arrow_rows(pa.Table.from_batches(chunks)) == committed, f"partition {p}: iter_arrow()"
