@@ -26,11 +26,14 @@ CONFIG = {"segment.bytes": str(1 << 20), "internal.segment.bytes": "2048"}
 COMMITTED, ABORTED, IDEMPOTENT, OPEN = 5001, 5002, 5003, 5004
 
 
-def _rows(log: kafkalog.UnifiedLog, isolation: str) -> list[tuple]:
-    return [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple(r.headers)) for r in log.records(isolation=isolation)]
+def _rows(log: kafkalog.UnifiedLog, isolation: str) -> list[tuple[object, ...]]:
+    return [
+        (r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple(r.headers))
+        for r in log.records(isolation=isolation)
+    ]
 
 
-def _write(part: Path) -> tuple[list[tuple], int, int]:
+def _write(part: Path) -> tuple[list[tuple[object, ...]], int, int]:
     """Writes the partition; returns kafkalog's read_committed rows, its LSO and log end."""
     now = int(time.time() * 1000)
     seqs: dict[int, int] = {}

@@ -80,7 +80,8 @@ def run(partition_dir: str, seed: int, crash_after: int) -> None:
                 pid = rng.choice(open_txns)
                 p = producers[pid]
                 coordinator_epoch = max(p.coordinator_epoch, 0) + (1 if rng.random() < 0.2 else 0)
-                log.append_txn_marker(pid, p.producer_epoch, commit=rng.random() < 0.6, coordinator_epoch=coordinator_epoch)
+                commit = rng.random() < 0.6
+                log.append_txn_marker(pid, p.producer_epoch, commit=commit, coordinator_epoch=coordinator_epoch)
         elif op < 0.87:
             log.roll()
         elif op < 0.95:
