@@ -28,7 +28,7 @@ use super::md5_keys::hash_record_keys;
 use super::offset_map::{KeyHash, SkimpyOffsetMap};
 use crate::error::{Error, Result};
 use crate::index::transaction_index::AbortedTxn;
-use crate::record::batch::{RecordBatch, MAGIC_V2};
+use crate::record::batch::MAGIC_V2;
 use crate::record::builder::{write_empty_header, BatchBuilder, BatchHeader};
 use crate::record::control::ControlRecordType;
 use crate::record::default_record::Record;
@@ -109,7 +109,7 @@ impl CleanedTransactionMetadata {
     pub fn on_control_batch_read(&mut self, batch: &AnyBatch<'_>, scratch: &mut Vec<u8>) -> Result<bool> {
         self.consume_aborted_up_to(batch.last_offset());
         let AnyBatch::V2(b) = batch else { return Ok(false) };
-        let Some(kind) = control_type(b, scratch)? else { return Ok(true) };
+        let Some(kind) = ControlRecordType::of_batch(b, scratch)? else { return Ok(true) };
         let pid = b.producer_id();
         Ok(match kind {
             ControlRecordType::Abort => match self.ongoing_aborted.remove(&pid) {
@@ -129,19 +129,6 @@ impl CleanedTransactionMetadata {
     pub fn take_retained_aborted(&mut self) -> Vec<AbortedTxn> {
         std::mem::take(&mut self.retained_aborted)
     }
-}
-
-/// The type of a control batch's (first) record; `None` for a control batch with no record
-/// (a marker whose transaction was cleaned away).
-pub fn control_type(batch: &RecordBatch<'_>, scratch: &mut Vec<u8>) -> Result<Option<ControlRecordType>> {
-    let mut kind = None;
-    batch.for_each_record(scratch, |r| {
-        if kind.is_none() {
-            kind = Some(ControlRecordType::parse_key(r.key)?);
-        }
-        Ok(())
-    })?;
-    Ok(kind)
 }
 
 /// The cleaner's filter for one source segment. Mirrors the anonymous `RecordFilter` of

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::filter::{control_type, LastRecord};
+use super::filter::LastRecord;
 use crate::error::Result;
 use crate::index::transaction_index::AbortedTxn;
 use crate::log::unified_log::UnifiedLog;
@@ -145,7 +145,7 @@ impl ProducerScan {
                     // cleaned away: it changes nothing (as in Kafka's producer state).
                     let Some(bytes) = control else { return Ok(()) };
                     let batch = RecordBatch::new(bytes).map_err(|e| e.in_file(&segment.path(), 0))?;
-                    let kind = control_type(&batch, &mut scratch)?;
+                    let kind = ControlRecordType::of_batch(&batch, &mut scratch)?;
                     e.epoch = h.epoch;
                     e.last_timestamp = h.max_timestamp;
                     if let Some(first) = e.txn_first_offset.take() {

@@ -1,7 +1,7 @@
 //! Control records (Kafka's `ControlRecordType` and `EndTransactionMarker`): the key says what
 //! kind of control record it is; COMMIT and ABORT carry the coordinator epoch in the value.
 
-use super::batch::be_i16;
+use super::batch::{be_i16, RecordBatch};
 use super::default_record::Record;
 use crate::error::{Error, Result};
 
@@ -30,6 +30,23 @@ pub enum ControlRecordType {
 }
 
 impl ControlRecordType {
+    /// The type of a control batch's first record, the one a COMMIT / ABORT marker holds;
+    /// `None` for a control batch with no record left (a marker whose transaction the cleaner
+    /// removed). Kafka's `ControlRecordType.parse` on the batch's first record.
+    ///
+    /// # Errors
+    /// A record that does not decode, or a key too short to hold a control record type.
+    pub fn of_batch(batch: &RecordBatch<'_>, scratch: &mut Vec<u8>) -> Result<Option<Self>> {
+        let mut kind = None;
+        batch.for_each_record(scratch, |r| {
+            if kind.is_none() {
+                kind = Some(Self::parse_key(r.key)?);
+            }
+            Ok(())
+        })?;
+        Ok(kind)
+    }
+
     /// The type id stored in the key.
     pub fn id(self) -> i16 {
         match self {

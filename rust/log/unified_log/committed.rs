@@ -13,7 +13,6 @@ use std::collections::{BinaryHeap, HashSet};
 use super::{FetchDataInfo, FetchIsolation, Offsets, UnifiedLog};
 use crate::error::Result;
 use crate::index::transaction_index::AbortedTxn;
-use crate::record::batch::RecordBatch;
 use crate::record::control::ControlRecordType;
 use crate::record::records::{AnyBatch, BatchIter};
 
@@ -65,7 +64,7 @@ impl CommittedFilter {
         if b.has_producer_id() {
             self.consume_up_to(b.last_offset());
             let producer_id = b.producer_id();
-            if b.is_control() && first_control_type(b, &mut self.scratch)? == Some(ControlRecordType::Abort) {
+            if b.is_control() && ControlRecordType::of_batch(b, &mut self.scratch)? == Some(ControlRecordType::Abort) {
                 self.aborted_producers.remove(&producer_id);
             } else if b.is_transactional() && self.aborted_producers.contains(&producer_id) {
                 return Ok(false);
@@ -84,19 +83,6 @@ impl CommittedFilter {
             self.aborted_producers.insert(producer_id);
         }
     }
-}
-
-/// The type of a control batch's first record; `None` when the batch has no record (the cleaner
-/// emptied it).
-fn first_control_type(batch: &RecordBatch<'_>, scratch: &mut Vec<u8>) -> Result<Option<ControlRecordType>> {
-    let mut kind = None;
-    batch.for_each_record(scratch, |r| {
-        if kind.is_none() {
-            kind = Some(ControlRecordType::parse_key(r.key)?);
-        }
-        Ok(())
-    })?;
-    Ok(kind)
 }
 
 impl UnifiedLog {
