@@ -11,7 +11,9 @@ from __future__ import annotations
 import gc
 import os
 import select
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
@@ -178,3 +180,29 @@ def read_line(proc: subprocess.Popen[bytes], what: str, timeout_s: float = HANG_
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         raise AssertionError(f"the child exited with {proc.returncode} before {what}: {err}")
     return line.rstrip(b"\n")
+
+
+def run_until_crash_seam(child: Path, args: Sequence[object], stderr_path: Path) -> None:
+    """Runs the Python script ``child`` with ``args`` until the crash seam it arms
+    (``kafkalog.testing.crash_after``) SIGKILLs it; fails the test if it exits any other way,
+    with the child's stderr. The wait is for the child's own end: HANG_GUARD_S only turns a
+    hang into a failure."""
+    import pytest  # the kit is imported by benches too, which do not need pytest
+
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    with open(stderr_path, "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, str(child), *map(str, args)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+        )
+    try:
+        code = proc.wait(HANG_GUARD_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"child never reached its crash point in {HANG_GUARD_S} s: {stderr_path.read_text()}")
+    if code != -signal.SIGKILL:
+        pytest.fail(f"child exited with {code}, not by its crash seam: {stderr_path.read_text()}")

@@ -31,16 +31,11 @@ from __future__ import annotations
 import gc
 import os
 import random
-import signal
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from crash_child import CONFIG, PARTITIONS, T0, read_status, record_key, record_value, tp_name
 from kafkalog import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogManager, UnifiedLog
-from kit.manager import HANG_GUARD_S
+from kit.manager import run_until_crash_seam
 
 CHILD = Path(__file__).with_name("crash_child.py")
 KILLS = int(os.environ.get("KAFKALOG_CRASH_KILLS", "30"))
@@ -71,26 +66,8 @@ def _files(root: Path) -> list[Path]:
 
 
 def _crash_child(log_dir: Path, seed: int, status: Path, stderr_path: Path, crash_after: int) -> None:
-    """Runs the child until its crash seam kills it (see crash_child.py); fails if it exits
-    any other way. The wait is for the child's own end: HANG_GUARD_S only turns a hang into a
-    failure."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    with open(stderr_path, "wb") as err:
-        child = subprocess.Popen(
-            [sys.executable, str(CHILD), str(log_dir), str(seed), str(status), str(crash_after)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=env,
-        )
-    try:
-        code = child.wait(HANG_GUARD_S)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
-        pytest.fail(f"child never reached its crash point in {HANG_GUARD_S} s: {stderr_path.read_text()}")
-    if code != -signal.SIGKILL:
-        pytest.fail(f"child exited with {code}, not by its crash seam: {stderr_path.read_text()}")
+    """Runs crash_child.py until its crash seam kills it."""
+    run_until_crash_seam(CHILD, [log_dir, seed, status, crash_after], stderr_path)
 
 
 def _check_log(

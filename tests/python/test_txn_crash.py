@@ -32,16 +32,11 @@ import gc
 import os
 import random
 import shutil
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from kafkalog import UnifiedLog
-from kit.manager import HANG_GUARD_S
+from kit.manager import run_until_crash_seam
 from txn_crash_child import CONFIG
 
 CHILD = Path(__file__).with_name("txn_crash_child.py")
@@ -50,25 +45,8 @@ SEED = int(os.environ.get("KAFKALOG_CRASH_SEED", "1"))
 
 
 def _crash_child(partition_dir: Path, seed: int, stderr_path: Path, crash_after: int) -> None:
-    """Runs the child until its crash seam kills it; fails if it exits any other way. The wait
-    is for the child's own end: HANG_GUARD_S only turns a hang into a failure."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    with open(stderr_path, "wb") as err:
-        child = subprocess.Popen(
-            [sys.executable, str(CHILD), str(partition_dir), str(seed), str(crash_after)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=env,
-        )
-    try:
-        code = child.wait(HANG_GUARD_S)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
-        pytest.fail(f"child never reached its crash point in {HANG_GUARD_S} s: {stderr_path.read_text()}")
-    if code != -signal.SIGKILL:
-        pytest.fail(f"child exited with {code}, not by its crash seam: {stderr_path.read_text()}")
+    """Runs txn_crash_child.py until its crash seam kills it."""
+    run_until_crash_seam(CHILD, [partition_dir, seed, crash_after], stderr_path)
 
 
 def _state(log: UnifiedLog) -> dict[str, Any]:
