@@ -85,9 +85,9 @@ def write_fixture(root: Path, args: argparse.Namespace) -> tuple[Path, int, int,
         segments = len(log.segments)
         assert log.last_stable_offset == end, (log.last_stable_offset, end)
     size = sum(f.stat().st_size for f in root.glob("*/*.log"))
-    print(f"fixture: {rounds * per_round:,} transactional records from {args.producers} producers, {rounds * args.producers:,} "
-          f"markers, {segments} segments, {size / 1e6:.0f} MB of .log in {time.perf_counter() - started:.1f} s",
-          flush=True)  # fmt: skip
+    print(f"fixture: {rounds * per_round:,} transactional records from {args.producers} producers, "
+          f"{rounds * args.producers:,} markers, {segments} segments, {size / 1e6:.0f} MB of .log "
+          f"in {time.perf_counter() - started:.1f} s", flush=True)  # fmt: skip
     return root, end, segments, size
 
 
@@ -153,7 +153,8 @@ def main() -> None:
     ap.add_argument("--records-per-batch", type=int, default=100, help="(default: %(default)s)")
     ap.add_argument("--value-bytes", type=int, default=100, help="(default: %(default)s)")
     ap.add_argument("--segment-mib", type=int, default=16, help="segment.bytes in MiB (default: %(default)s)")
-    ap.add_argument("--reps", type=int, default=5, help="timed runs after one warm-up, each side (default: %(default)s)")
+    ap.add_argument("--reps", type=int, default=5,
+                    help="timed runs after one warm-up, each side (default: %(default)s)")  # fmt: skip
     ap.add_argument("--no-kafka", action="store_true", help="kafkalog only (no java needed)")
     ap.add_argument("--scratch", type=Path, default=None, help="parent of the work directory (default: system temp)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")

@@ -220,9 +220,10 @@ public class KafkaLoadBench {
         double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
         StringBuilder runs = new StringBuilder();
         for (double s : secs) runs.append(runs.length() == 0 ? "" : ",").append(String.format("%.4f", s));
-        System.out.printf("kafka %s %s logs=%d segments=%d bytes=%d producers=%d stable_end_sum=%d threads=%d warmup=%d "
-                + "reps=%d best_s=%.4f median_s=%.4f runs_s=%s%n",
-            mode, label, logs, segments, bytes, producers, lastStable, threads, warmupReps, reps, sorted[0], median, runs);
+        System.out.printf("kafka %s %s logs=%d segments=%d bytes=%d producers=%d stable_end_sum=%d threads=%d "
+                + "warmup=%d reps=%d best_s=%.4f median_s=%.4f runs_s=%s%n",
+            mode, label, logs, segments, bytes, producers, lastStable, threads, warmupReps, reps, sorted[0], median,
+            runs);
         System.out.flush();
         System.exit(0); // Kafka's metrics and scheduler threads need not be waited for
     }
