@@ -82,13 +82,15 @@ bench-python: $(NATIVE_STAMP)
 	$(PY) benches/bench_python.py
 
 # kafkalog beside Apache Kafka's own storage classes on the same files, one machine, one run:
-# UnifiedLog, LogSegment and FileRecords (bench_kafka.py, with benches/bench_workload.rs as
-# kafkalog's side), LogManager start-up and crash recovery (bench_recovery.py) and the log
-# cleaner (bench_cleaner.py). Needs Java 17+ and Maven like test-interop (the jars come from
+# UnifiedLog, LogSegment and FileRecords, idempotent leader appends included (bench_kafka.py,
+# with benches/bench_workload.rs as kafkalog's side), LogManager start-up and crash recovery
+# (bench_recovery.py), start-up of a transactional partition from its producer snapshot and by
+# a full rebuild (bench_txn_startup.py) and the log cleaner (bench_cleaner.py). Needs Java 17+ and Maven like test-interop (the jars come from
 # Maven Central into tests/kit/jvm/.cache on first run). Not part of `make test`.
 bench-kafka: $(NATIVE_STAMP)
 	$(PY) benches/bench_kafka.py
 	$(PY) benches/bench_recovery.py --kafka
+	$(PY) benches/bench_txn_startup.py
 	$(PY) benches/bench_cleaner.py --kafka
 
 # The fuzz targets with 200,000 cases each. proptest runs from a fixed seed (the same cases every

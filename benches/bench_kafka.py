@@ -33,6 +33,14 @@ fsyncs and removing the log are outside the clock):
   Kafka ``FileRecords`` over the segment file: ``batches()``, ``ensureValid()``,
   ``streamingIterator`` (decompressing as Kafka's consumer does), ``key()``/``value()`` read.
 
+Idempotent leader appends (``--idem-workloads``, by default 100B/none, 1024B/none and 100B/lz4
+from 4 producers, ``append_leader`` only): the same records in batches carrying producer id
+``1000 + i % 4``, epoch 0 and per-producer sequences, so both logs keep producer state and check
+each batch's epoch and sequence; every ``--duplicate-every``-th batch (default 20) is sent twice
+in a row, a producer's retry, which each log's duplicate check answers with the first append's
+offsets (throughputs count each record once). A second table prints them beside the
+non-idempotent leader append of the same records, the reference.
+
 Needs cargo, java/javac 17+ and Maven (the jars are fetched once into tests/kit/jvm/.cache).
 """
 
@@ -49,6 +57,7 @@ from bench_common import Column, jvm_opts, kafka_classpath, machine, print_table
 
 WORKLOADS = [(100, "none"), (1024, "none"), (100, "lz4"), (1024, "lz4")]
 OPS = ["append_leader", "append_follower", "append_segment", "scan"]
+IDEM_WORKLOADS = "100B/none/idem4,1024B/none/idem4,100B/lz4/idem4"
 LINE = re.compile(r"^(kafkalog|kafka) (\S+) (\S+) (.*)$")
 
 
@@ -89,11 +98,47 @@ def fmt_ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "-"
 
 
+def idem_table(rows: dict[tuple[str, str], dict[str, dict[str, float]]], duplicate_every: int) -> None:
+    """Idempotent leader appends (with duplicate checks) beside the same records' non-idempotent
+    leader appends, the reference: records/s, MB/s (10^6 bytes) and kafkalog/Kafka of each."""
+    table = []
+    for (wl, op), by in rows.items():
+        base = wl.rsplit("/idem", 1)[0]
+        kl, kf = by.get("kafkalog"), by.get("kafka")
+        if op != "append_leader" or base == wl or not (kl and kf):
+            continue
+        ref = rows.get((base, op), {})
+        rk, rf = ref.get("kafkalog"), ref.get("kafka")
+        mb = {impl: f["rec/s"] * f["bytes"] / f["records"] / 1e6 for impl, f in by.items()}
+        table.append([wl, f"{kl['rec/s'] / 1e6:.2f}", f"{mb['kafkalog']:.0f}", f"{kf['rec/s'] / 1e6:.2f}",
+                      f"{mb['kafka']:.0f}", fmt_ratio(kl["rec/s"], kf["rec/s"]),
+                      fmt_ratio(kl["median_rec/s"], kf["median_rec/s"]),
+                      f"{rk['rec/s'] / 1e6:.2f}" if rk else "-", f"{rf['rec/s'] / 1e6:.2f}" if rf else "-",
+                      fmt_ratio(rk["rec/s"], rf["rec/s"]) if rk and rf else "-"])  # fmt: skip
+    if not table:
+        return
+    print()
+    retry = f"every {duplicate_every}th batch sent twice (a retry)" if duplicate_every else "no retries"
+    print(f"Idempotent leader append (producer id/epoch/sequence checked, duplicates looked up; {retry}), "
+          "best of the measured repetitions; the reference is the same records' non-idempotent leader append")
+    columns = [Column("workload", 17, left=True), Column("kafkalog Mrec/s", 15), Column("MB/s", 5),
+               Column("Kafka Mrec/s", 12), Column("MB/s", 5), Column("kafkalog/Kafka", 14), Column("(median)", 8),
+               Column("non-idem kafkalog", 17), Column("Kafka", 6), Column("kafkalog/Kafka", 14)]  # fmt: skip
+    print_table(columns, table)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default=",".join(f"{s}B/{c}" for s, c in WORKLOADS),
                     help="comma-separated <record size>B/<codec> (default: %(default)s)")
     ap.add_argument("--ops", default=",".join(OPS), help="comma-separated (default: %(default)s)")
+    ap.add_argument("--idem-workloads", default=IDEM_WORKLOADS,
+                    help="comma-separated <record size>B/<codec>/idem<producers>: idempotent producers' batches "
+                         "(default: %(default)s; empty: none)")
+    ap.add_argument("--idem-ops", default="append_leader", help="ops run on them (default: %(default)s)")
+    ap.add_argument("--duplicate-every", type=int, default=20,
+                    help="in the idempotent workloads' leader appends every N-th batch is sent twice in a row, a "
+                         "retry the duplicate check answers (default: %(default)s; 0: never)")
     ap.add_argument("--total-mib", type=int, default=32, help="batch bytes per workload (default: %(default)s)")
     ap.add_argument("--reps", type=int, default=7, help="measured repetitions (default: %(default)s)")
     ap.add_argument("--warmup-reps", type=int, default=3, help="minimum warm-up repetitions (default: %(default)s)")
@@ -104,12 +149,17 @@ def main() -> None:
 
     started = time.monotonic()
     require_tools("cargo", why="bench_kafka.py")
-    workloads = []
+    workloads = []  # (record size, codec, idempotent producers, ops)
     for w in args.workloads.split(","):
         m = re.fullmatch(r"(\d+)B/(\w+)", w.strip())
         if not m:
             raise SystemExit(f"bad workload {w!r}: want e.g. 100B/none")
-        workloads.append((int(m[1]), m[2]))
+        workloads.append((int(m[1]), m[2], 0, args.ops))
+    for w in filter(None, args.idem_workloads.split(",")):
+        m = re.fullmatch(r"(\d+)B/(\w+)/idem(\d+)", w.strip())
+        if not m or int(m[3]) < 1:
+            raise SystemExit(f"bad idempotent workload {w!r}: want e.g. 100B/none/idem4")
+        workloads.append((int(m[1]), m[2], int(m[3]), args.idem_ops))
 
     classpath = kafka_classpath("bench_kafka.py")
     exe = build_example()
@@ -120,18 +170,19 @@ def main() -> None:
     rows: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
     identity: dict[str, str] = {}
     with work_dir("kafkalog-bench-kafka-", args.scratch, args.keep) as work:
-        for i, (size, codec) in enumerate(workloads):
-            label = f"{size}B/{codec}"
-            wdir = work / f"{size}B-{codec}"
+        for i, (size, codec, producers, ops) in enumerate(workloads):
+            label = f"{size}B/{codec}" + (f"/idem{producers}" if producers else "")
+            wdir = work / label.replace("/", "-")
+            idem = ["--producers", str(producers), "--duplicate-every", str(args.duplicate_every)] if producers else []
             run_checked([str(exe), "write", "--out", str(wdir), "--record-size", str(size), "--codec", codec,
-                         "--total-mib", str(args.total_mib)])
+                         "--total-mib", str(args.total_mib), *idem])
             scratch = wdir / "logs"
             kl_log = wdir / "kafkalog-leader" / "bench-0"
             kafka_log = wdir / "kafka-leader" / "bench-0"
-            kl_cmd = [str(exe), "run", "--workload", str(wdir), "--ops", args.ops, "--scratch", str(scratch),
+            kl_cmd = [str(exe), "run", "--workload", str(wdir), "--ops", ops, "--scratch", str(scratch),
                       "--log-out", str(kl_log), *timing]
             kafka_cmd = ["java", *jvm_opts(), "-cp", classpath, "KafkaStorageBench", "--workload", str(wdir),
-                         "--ops", args.ops, "--scratch", str(scratch), "--log-out", str(kafka_log), *timing]
+                         "--ops", ops, "--scratch", str(scratch), "--log-out", str(kafka_log), *timing]
             for cmd in ([kl_cmd, kafka_cmd] if i % 2 == 0 else [kafka_cmd, kl_cmd]):
                 for impl, op, wl, fields in results(run_checked(cmd)):
                     rows.setdefault((wl, op), {})[impl] = fields
@@ -158,6 +209,7 @@ def main() -> None:
     print("  append_follower  UnifiedLog::append_as_follower | UnifiedLog.appendAsFollower (offset-assigned batches)")
     print("  append_segment   LogSegment::append | LogSegment.append (bare segment: indexes + write)")
     print("  scan             UnifiedLog::scan + ensure_valid + decode | FileRecords.batches + ensureValid + streamingIterator")
+    idem_table(rows, args.duplicate_every)
     for label, verdict in identity.items():
         print(f"leader-written segment files, kafkalog vs Kafka, {label}: {verdict}")
     print(f"({args.reps} measured repetitions after >= {args.warmup_reps} and >= {args.warmup_s}s of warm-up; "

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! bench_workload write --out DIR --record-size N --codec none|lz4 [--total-mib 32]
+//!                      [--producers 0] [--duplicate-every 0]
 //! bench_workload run --workload DIR [--ops append_leader,append_follower,append_segment,scan]
 //!                    [--warmup-reps 2] [--warmup-s 1] [--reps 5] [--scratch DIR] [--log-out DIR]
 //! ```
@@ -10,7 +11,11 @@
 //! `write` builds producer batches exactly as benches/log_bench.rs does (about 16 KiB each,
 //! `record-size`-byte JSON-like values, 16-byte keys, base offset 0, no producer id) and writes
 //! them, concatenated in Kafka's own batch framing, to `DIR/producer.batches`, with
-//! `DIR/workload.properties` describing them.
+//! `DIR/workload.properties` describing them. With `--producers N` the batches are idempotent:
+//! batch `i` from producer id `1000 + i % N`, epoch 0, sequences counting on per producer (the
+//! label gains `/idemN`); with `--duplicate-every K` every K-th batch is sent twice in a row by
+//! `append_leader` (a producer's retry: the duplicate check returns the first append's offsets,
+//! nothing is written), on both sides.
 //!
 //! `run` times kafkalog on those batches, with warm-up repetitions first and then `reps`
 //! measured ones, each on a fresh log; only the appends (or the scan) are timed, never the
@@ -89,7 +94,7 @@ fn flag<T: std::str::FromStr>(flags: &BTreeMap<String, String>, name: &str, defa
 
 #[path = "workload.rs"]
 mod workload;
-use workload::{config, producer_batches, BATCH_BYTES};
+use workload::{config, producer_batches_of, BATCH_BYTES};
 
 fn write(flags: &BTreeMap<String, String>) -> Res<()> {
     let out = PathBuf::from(flag::<String>(flags, "out", None)?);
@@ -97,15 +102,21 @@ fn write(flags: &BTreeMap<String, String>) -> Res<()> {
     let codec_name: String = flag(flags, "codec", Some("none".to_string()))?;
     let codec = CompressionType::from_name(&codec_name).ok_or_else(|| format!("unknown codec {codec_name}"))?;
     let total_mib: usize = flag(flags, "total-mib", Some(32))?;
-    let (batches, records) = producer_batches(record_size, codec, total_mib << 20);
+    let producers: usize = flag(flags, "producers", Some(0))?;
+    let duplicate_every: usize = flag(flags, "duplicate-every", Some(0))?;
+    let (batches, records) = producer_batches_of(record_size, codec, total_mib << 20, producers);
     std::fs::create_dir_all(&out)?;
     let bytes: Vec<u8> = batches.concat();
     std::fs::write(out.join(BATCHES_FILE), &bytes)?;
-    let label = format!("{record_size}B/{}", codec.name());
+    let mut label = format!("{record_size}B/{}", codec.name());
+    if producers > 0 {
+        label = format!("{label}/idem{producers}");
+    }
     std::fs::write(
         out.join(PROPERTIES_FILE),
         format!(
-            "label={label}\nrecord.size={record_size}\ncodec={}\nbatch.bytes={BATCH_BYTES}\nbatches={}\nrecords={records}\nbytes={}\n",
+            "label={label}\nrecord.size={record_size}\ncodec={}\nbatch.bytes={BATCH_BYTES}\nbatches={}\nrecords={records}\nbytes={}\n\
+             producers={producers}\nduplicate.every={duplicate_every}\n",
             codec.name(),
             batches.len(),
             bytes.len()
@@ -125,6 +136,15 @@ struct Workload {
     follower_meta: Vec<(i64, u64)>,
     records: u64,
     bytes: u64,
+    /// A leader append sends batch `i` twice in a row (a producer's retry, which the log's
+    /// duplicate check answers with the first append's offsets) when `i % n == n - 1`; 0: never.
+    duplicate_every: usize,
+}
+
+impl Workload {
+    fn retried(&self, i: usize) -> bool {
+        self.duplicate_every > 0 && i % self.duplicate_every == self.duplicate_every - 1
+    }
 }
 
 fn load_workload(dir: &Path) -> Res<Workload> {
@@ -133,6 +153,7 @@ fn load_workload(dir: &Path) -> Res<Workload> {
         .lines()
         .find_map(|l| l.strip_prefix("label="))
         .map_or_else(|| dir.file_name().unwrap_or_default().to_string_lossy().into_owned(), str::to_string);
+    let duplicate_every = props.lines().find_map(|l| l.strip_prefix("duplicate.every=")).unwrap_or("0").parse()?;
     let data = std::fs::read(dir.join(BATCHES_FILE))?;
     let mut producer = Vec::new();
     let mut pos = 0;
@@ -158,7 +179,7 @@ fn load_workload(dir: &Path) -> Res<Workload> {
         next = view.next_offset();
         records += count;
     }
-    Ok(Workload { label, producer, follower, follower_meta, records, bytes: data.len() as u64 })
+    Ok(Workload { label, producer, follower, follower_meta, records, bytes: data.len() as u64, duplicate_every })
 }
 
 struct Timing {
@@ -252,11 +273,18 @@ fn run(flags: &BTreeMap<String, String>) -> Res<()> {
                     || {
                         let dir = fresh_dir(&scratch);
                         let log = UnifiedLog::open(&dir, config(), LogOpenOptions::default()).unwrap();
-                        (dir, log, w.producer.clone())
+                        // A retry resends the producer's original bytes (the first append
+                        // rewrote its copy's offsets in place).
+                        let retries: Vec<Option<Vec<u8>>> =
+                            (0..w.producer.len()).map(|i| w.retried(i).then(|| w.producer[i].clone())).collect();
+                        (dir, log, (w.producer.clone(), retries))
                     },
-                    |(_, log, batches)| {
-                        for b in batches.iter_mut() {
+                    |(_, log, (batches, retries))| {
+                        for (b, retry) in batches.iter_mut().zip(retries.iter_mut()) {
                             log.append_as_leader(b, 0).unwrap();
+                            if let Some(r) = retry {
+                                black_box(log.append_as_leader(r, 0).unwrap());
+                            }
                         }
                         black_box(log.log_end_offset());
                     },

@@ -3,7 +3,7 @@
 // kafkalog's figure beside Kafka's from one run on one machine.
 //
 // Usage:
-//   java -cp <kafka jars>:<classes> KafkaLoadBench --dirs DIR[,DIR...] --mode clean|unclean
+//   java -cp <kafka jars>:<classes> KafkaLoadBench --dirs DIR[,DIR...] --mode clean|unclean|rebuild
 //        [--threads 2] [--label NAME] [--warmup-reps 1] [--reps 3]
 //        [--expect-logs N] [--expect-segments N]
 //
@@ -23,10 +23,17 @@
 // leaves: the marker deleted, every active segment's .index and .timeindex grown back to their
 // preallocated segment.index.bytes (10 MiB, as the load sized them), and
 // recovery-point-offset-checkpoint rewritten with 0 for every partition, so every segment is
-// recovered. Each repetition checks the logs and segments loaded.
+// recovered. For --mode rebuild, before each repetition: the marker deleted and every producer
+// snapshot (*.snapshot) of every partition deleted, the recovery points left as they are, so the
+// load rebuilds each partition's producer state from its segments (Kafka's
+// rebuildProducerState from the log start), as a broker does after losing its snapshots. Each
+// repetition checks the logs and segments loaded.
 //
 // Output, one line per run on stdout:
-//   kafka <mode> <label> logs=... segments=... bytes=... threads=... warmup=... reps=... best_s=...
+//   kafka <mode> <label> logs=... segments=... bytes=... producers=... stable_end_sum=... threads=...
+//     (producers: producer ids loaded; stable_end_sum: each log's first unstable offset, or its
+//     log end when no transaction is open, summed; the LSO itself needs the high watermark a
+//     ReplicaManager sets) warmup=... reps=... best_s=...
 //     median_s=... runs_s=a,b,c                                       (one line)
 // Anything else on stdout (Kafka's own log4j output) does not start with "kafka ".
 
@@ -108,6 +115,18 @@ public class KafkaLoadBench {
             java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
     }
 
+    /** The marker and every partition's producer snapshots deleted (--mode rebuild). */
+    static void dropSnapshots(File dir) throws IOException {
+        Files.deleteIfExists(dir.toPath().resolve(".kafka_cleanshutdown"));
+        File[] children = dir.listFiles(File::isDirectory);
+        if (children == null) throw new IOException("cannot list " + dir);
+        for (File child : children) {
+            File[] snapshots = child.listFiles((d, name) -> name.endsWith(".snapshot"));
+            if (snapshots == null) continue;
+            for (File f : snapshots) Files.delete(f.toPath());
+        }
+    }
+
     static final int INDEX_BYTES = 10 * 1024 * 1024; // segment.index.bytes default
 
     static void preallocate(File index, int entrySize) throws IOException {
@@ -130,8 +149,8 @@ public class KafkaLoadBench {
         List<File> dirs = new ArrayList<>();
         for (String d : flags.getOrDefault("dirs", "").split(",")) if (!d.isEmpty()) dirs.add(new File(d));
         String mode = flags.getOrDefault("mode", "clean");
-        if (dirs.isEmpty() || !(mode.equals("clean") || mode.equals("unclean"))) {
-            System.err.println("KafkaLoadBench: --dirs and --mode clean|unclean are required");
+        if (dirs.isEmpty() || !(mode.equals("clean") || mode.equals("unclean") || mode.equals("rebuild"))) {
+            System.err.println("KafkaLoadBench: --dirs and --mode clean|unclean|rebuild are required");
             System.exit(2);
         }
         int threads = Integer.parseInt(flags.getOrDefault("threads", "2"));
@@ -150,10 +169,14 @@ public class KafkaLoadBench {
         long logs = 0;
         long segments = 0;
         long bytes = 0;
+        long producers = 0;
+        long lastStable = 0;
         try {
             for (int rep = -warmupReps; rep < reps; rep++) {
                 if (mode.equals("unclean")) {
                     for (File d : dirs) makeUnclean(d);
+                } else if (mode.equals("rebuild")) {
+                    for (File d : dirs) dropSnapshots(d);
                 } else {
                     for (File d : dirs) {
                         if (!new File(d, ".kafka_cleanshutdown").exists()) {
@@ -170,10 +193,14 @@ public class KafkaLoadBench {
                 logs = 0;
                 segments = 0;
                 bytes = 0;
+                producers = 0;
+                lastStable = 0;
                 for (UnifiedLog log : CollectionConverters.asJava(logManager.allLogs())) {
                     logs++;
                     segments += log.numberOfSegments();
                     bytes += log.size();
+                    producers += log.producerIdCount();
+                    lastStable += log.firstUnstableOffset().orElse(log.logEndOffset());
                 }
                 if (logManager.hasOfflineLogDirs()) throw new IllegalStateException("a log dir went offline");
                 if ((expectLogs >= 0 && logs != expectLogs) || (expectSegments >= 0 && segments != expectSegments)) {
@@ -193,9 +220,10 @@ public class KafkaLoadBench {
         double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
         StringBuilder runs = new StringBuilder();
         for (double s : secs) runs.append(runs.length() == 0 ? "" : ",").append(String.format("%.4f", s));
-        System.out.printf("kafka %s %s logs=%d segments=%d bytes=%d threads=%d warmup=%d reps=%d best_s=%.4f "
-                + "median_s=%.4f runs_s=%s%n",
-            mode, label, logs, segments, bytes, threads, warmupReps, reps, sorted[0], median, runs);
+        System.out.printf("kafka %s %s logs=%d segments=%d bytes=%d producers=%d stable_end_sum=%d threads=%d "
+                + "warmup=%d reps=%d best_s=%.4f median_s=%.4f runs_s=%s%n",
+            mode, label, logs, segments, bytes, producers, lastStable, threads, warmupReps, reps, sorted[0], median,
+            runs);
         System.out.flush();
         System.exit(0); // Kafka's metrics and scheduler threads need not be waited for
     }

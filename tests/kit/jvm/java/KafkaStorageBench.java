@@ -18,7 +18,9 @@
 //
 // A workload directory (benches/bench_workload.rs `write`) holds producer.batches (v2 producer
 // batches, base offset 0, concatenated in Kafka's own framing) and workload.properties
-// (label=...). With parameters instead, the batches are built here with MemoryRecordsBuilder
+// (label=..., and duplicate.every=K: append_leader sends every K-th batch twice in a row, a
+// producer's retry that the duplicate check answers; the batches may carry producer ids,
+// epochs and sequences, idempotent producers). With parameters instead, the batches are built here with MemoryRecordsBuilder
 // from the same value/key generator (so sizes match, bytes need not: different lz4 encoders).
 //
 // What is timed (only the appends or the scan; log creation, close with its fsyncs and directory
@@ -102,6 +104,8 @@ public class KafkaStorageBench {
         final long[] followerLastOffset;
         final long bytes;
         long records;
+        /** appendAsLeader sends batch i twice in a row (a producer's retry) when i % n == n - 1; 0: never. */
+        int duplicateEvery;
 
         Workload(String label, List<ByteBuffer> producer) {
             this.label = label;
@@ -152,7 +156,9 @@ public class KafkaStorageBench {
             batches.add(copyOf(slice));
             all.position(all.position() + size);
         }
-        return new Workload(label, batches);
+        Workload w = new Workload(label, batches);
+        w.duplicateEvery = Integer.parseInt(props.getProperty("duplicate.every", "0"));
+        return w;
     }
 
     /** The value/key generator of benches/log_bench.rs (xorshift64, JSON-like digits). */
@@ -283,10 +289,44 @@ public class KafkaStorageBench {
         }
     }
 
-    static void appendAsLeader(UnifiedLog log, List<ByteBuffer> batches, RequestLocal requestLocal) {
-        for (ByteBuffer b : batches) {
-            log.appendAsLeader(MemoryRecords.readableRecords(b), 0, AppendOrigin.CLIENT, requestLocal,
+    /**
+     * One leader append per batch; when {@code retries} is set, batch i with a retry buffer
+     * (every duplicate.every-th) is sent again right after it from that buffer, which holds the
+     * producer's original bytes (the leader rewrote the first copy's offsets in place).
+     */
+    static void appendAsLeader(UnifiedLog log, List<ByteBuffer> batches, RequestLocal requestLocal,
+                               List<ByteBuffer> retries) {
+        for (int i = 0; i < batches.size(); i++) {
+            log.appendAsLeader(MemoryRecords.readableRecords(batches.get(i)), 0, AppendOrigin.CLIENT, requestLocal,
                 VerificationGuard.SENTINEL, TransactionVersion.TV_UNKNOWN);
+            ByteBuffer retry = retries == null ? null : retries.get(i);
+            if (retry != null) {
+                log.appendAsLeader(MemoryRecords.readableRecords(retry), 0, AppendOrigin.CLIENT, requestLocal,
+                    VerificationGuard.SENTINEL, TransactionVersion.TV_UNKNOWN);
+            }
+        }
+    }
+
+    /** A buffer per batch that is sent twice (null for the others), allocated once. */
+    static List<ByteBuffer> retryBuffers(Workload w) {
+        if (w.duplicateEvery <= 0) return null;
+        List<ByteBuffer> out = new ArrayList<>();
+        for (int i = 0; i < w.producer.size(); i++) {
+            boolean retried = i % w.duplicateEvery == w.duplicateEvery - 1;
+            out.add(retried ? ByteBuffer.allocate(w.producer.get(i).remaining()) : null);
+        }
+        return out;
+    }
+
+    /** Copies the producer's original bytes into the retry buffers, rewound. */
+    static void restoreRetries(Workload w, List<ByteBuffer> retries) {
+        if (retries == null) return;
+        for (int i = 0; i < retries.size(); i++) {
+            ByteBuffer d = retries.get(i);
+            if (d == null) continue;
+            d.clear();
+            d.put(w.producer.get(i).duplicate());
+            d.flip();
         }
     }
 
@@ -299,14 +339,16 @@ public class KafkaStorageBench {
     static void appendLeader(Workload w, Path scratch) throws Exception {
         List<ByteBuffer> work = new ArrayList<>();
         for (ByteBuffer b : w.producer) work.add(ByteBuffer.allocate(b.remaining()));
+        List<ByteBuffer> retries = retryBuffers(w);
         RequestLocal requestLocal = RequestLocal.withThreadConfinedCaching();
         report("append_leader", w, measure(() -> {
             File dir = freshPartitionDir(scratch);
             UnifiedLog log = createLog(dir);
             restore(w.producer, work); // the leader rewrites offsets and epochs in place
+            restoreRetries(w, retries);
             return new Timed() {
                 public void run() {
-                    appendAsLeader(log, work, requestLocal);
+                    appendAsLeader(log, work, requestLocal, retries);
                 }
 
                 public void tearDown() throws IOException {
@@ -366,7 +408,9 @@ public class KafkaStorageBench {
         UnifiedLog log = createLog(logOut);
         List<ByteBuffer> work = new ArrayList<>();
         for (ByteBuffer b : w.producer) work.add(copyOf(b));
-        appendAsLeader(log, work, RequestLocal.withThreadConfinedCaching());
+        List<ByteBuffer> retries = retryBuffers(w);
+        restoreRetries(w, retries);
+        appendAsLeader(log, work, RequestLocal.withThreadConfinedCaching(), retries);
         checkEnd(log, w);
         log.close();
 
