@@ -5,9 +5,8 @@ the records of aborted transactions and every control record, as a Kafka consume
 surface), and ``end_offset`` gives each isolation's bound.
 
 The partitions are built as a follower receives them (``append_as_follower`` of transactional
-batches and COMMIT/ABORT markers). Appends do not write the ``.txnindex`` yet (producer state is
-not wired into them), so the aborted transactions are written to the segments' ``.txnindex``
-files as Kafka's broker leaves them, with the log closed."""
+batches and COMMIT/ABORT markers); the appends write each segment's ``.txnindex``, which must
+hold exactly the entries Kafka's broker would have written there."""
 
 from __future__ import annotations
 
@@ -71,14 +70,14 @@ class TxnDir:
             self.aborted.append((segment, AbortedTransaction(producer_id, first, offset, lso)))
 
     def close(self) -> None:
-        """Closes the log and writes the .txnindex files as the broker would have."""
+        """Closes the log; its .txnindex files must be the broker's, byte for byte."""
         self.log.close()
         by_segment: dict[int, bytes] = {}
         for base, t in self.aborted:
             entry = struct.pack(">hqqqq", 0, t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
             by_segment[base] = by_segment.get(base, b"") + entry
-        for base, data in by_segment.items():
-            (self.path / f"{base:020d}.txnindex").write_bytes(data)
+        written = {int(f.name.split(".")[0]): f.read_bytes() for f in self.path.glob("*.txnindex")}
+        assert written == by_segment
 
     def expected(self, start: int = 0, end: int | None = None) -> list[int]:
         return sorted(o for o in self.visible if o >= start and (end is None or o < end))

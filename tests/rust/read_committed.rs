@@ -8,12 +8,10 @@
 //! `testEmptyControlBatch`, `testConsumerPositionUpdatedWhenSkippingAbortedTransactions`).
 //!
 //! The logs are built as a broker's follower would receive them: transactional batches and
-//! COMMIT/ABORT control batches appended with `append_as_follower`. Appends do not write the
-//! `.txnindex` yet (producer state is not wired into them), so each test indexes the aborted
-//! transactions itself, as the broker would at the ABORT marker (`LogSegment::update_txn_index`
-//! on the segment holding the marker, with the last stable offset then). For the same reason
-//! the log's last stable offset is still its high watermark: a test with an open transaction
-//! reads only below it.
+//! COMMIT/ABORT control batches appended with `append_as_follower`. The appends index each
+//! aborted transaction themselves (producer state, at the ABORT marker); every test checks that
+//! the segment holding the marker has the entry the broker would have written there, with the
+//! last stable offset of that moment.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -88,10 +86,8 @@ impl TxnLog {
             let lso = self.open.values().min().copied().unwrap_or(offset + 1);
             let txn = AbortedTxn::new(producer_id, first, offset, lso);
             let segment = self.log.active_segment().unwrap();
-            // Once appends index aborted transactions themselves, the entry is there already.
-            if !segment.txn_index().all_aborted_txns().unwrap().contains(&txn) {
-                segment.update_txn_index(txn).unwrap();
-            }
+            let indexed = segment.txn_index().all_aborted_txns().unwrap();
+            assert!(indexed.contains(&txn), "the append indexed {txn:?} (has {indexed:?})");
             self.aborted.push(txn);
         }
     }

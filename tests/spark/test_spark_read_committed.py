@@ -4,8 +4,8 @@ gaps, as in Spark's Kafka source), ranges end at the last stable offset, and the
 ``read_uncommitted`` still reads the aborted records.
 
 The partitions are written as a follower receives them (transactional batches and COMMIT/ABORT
-markers); appends do not write the ``.txnindex`` yet (producer state is not wired into them),
-so the aborted transactions are written to it as Kafka's broker leaves them."""
+markers); the appends write the ``.txnindex``, checked against the entries Kafka's broker
+leaves."""
 
 from __future__ import annotations
 
@@ -74,8 +74,8 @@ def write_transactions(path: Path, rounds: int) -> tuple[list[int], list[int]]:
             marker(2, commit=True)
             committed += p2
             log.roll()
-    for base, entries in index.items():
-        (path / f"{base:020d}.txnindex").write_bytes(entries)
+    written = {int(f.name.split(".")[0]): f.read_bytes() for f in path.glob("*.txnindex")}
+    assert written == index, "the appends indexed the aborted transactions as the broker does"
     return sorted(committed), data
 
 
@@ -148,3 +148,38 @@ def test_latest_is_the_last_stable_offset(tmp_path: Path) -> None:
         assert latest_offset(log, "read_committed") == log.end_offset("read_committed") <= 9
         assert resolve_offset(log, committed_opts.ending, starting=False, isolation="read_committed") <= 9
         assert resolve_offset(log, plain_opts.ending, starting=False) == 9
+
+
+def test_an_open_transaction_stops_batch_and_streaming_reads_at_its_first_offset(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A transaction left open (no marker yet) holds the last stable offset at its first offset:
+    a read_committed batch read and an AvailableNow stream return nothing at or past it, not
+    even the plain records appended after it, while read_uncommitted reads them all."""
+    committed, data = write_transactions(tmp_path / "op-0", 3)
+    with UnifiedLog.open(tmp_path / "op-0") as log:
+        open_at = log.log_end_offset
+        recs = [Record(b"3", str(open_at + i).encode(), timestamp=T0 + i) for i in range(2)]
+        log.append_as_follower(
+            batches.build(open_at, recs, producer_id=3, producer_epoch=0, base_sequence=0, transactional=True)
+        )
+        log.append([Record(b"-1", str(open_at + 2).encode(), timestamp=T0)])
+        assert log.last_stable_offset == open_at and log.end_offset("read_committed") == open_at
+    iso = {"kafka.isolation.level": "read_committed"}
+    assert offsets(read(spark, tmp_path / "op-0", **iso)) == committed
+    assert offsets(read(spark, tmp_path / "op-0")) == data + [open_at, open_at + 1, open_at + 2]
+    seen: list[int] = []
+    query = (
+        spark.readStream.format("kafkalog")
+        .option("path", str(tmp_path / "op-0"))
+        .option("startingOffsets", "earliest")
+        .option("kafka.isolation.level", "read_committed")
+        .load()
+        .writeStream.foreachBatch(lambda batch, _: seen.extend(offsets(batch)))
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120)
+    assert query.exception() is None
+    assert sorted(seen) == committed
