@@ -8,6 +8,7 @@
 
 use crate::config::{LogConfig, TopicCompression};
 use crate::error::{Error, Result};
+use crate::file_names::TopicPartition;
 use crate::record::batch::{RecordBatch, RecordBatchMut, NO_SEQUENCE, NO_TIMESTAMP};
 use crate::record::builder::{BatchBuilder, BatchHeader};
 use crate::record::compression::CompressionType;
@@ -65,7 +66,12 @@ pub(crate) struct Analysis {
 
 /// Walks the batches in `records`, checking framing, size, CRC and (for followers) that
 /// offsets increase. The whole buffer must be complete batches.
-pub(crate) fn analyze(records: &[u8], config: &LogConfig, origin: AppendOrigin) -> Result<Analysis> {
+pub(crate) fn analyze(
+    records: &[u8],
+    config: &LogConfig,
+    origin: AppendOrigin,
+    tp: &TopicPartition,
+) -> Result<Analysis> {
     let mut a = Analysis {
         first_offset: -1,
         last_offset: -1,
@@ -100,18 +106,21 @@ pub(crate) fn analyze(records: &[u8], config: &LogConfig, origin: AppendOrigin) 
             }
         };
         match origin {
-            // Kafka's analyzeAndValidateRecords: producers send batches at base offset 0.
-            AppendOrigin::Client | AppendOrigin::Coordinator => {
+            // Kafka's analyzeAndValidateRecords: a producer sends its batches at base offset 0
+            // (only a client append is checked, as in Kafka; markers are built by the log).
+            AppendOrigin::Client => {
                 if let AnyBatch::V2(b) = batch {
                     if b.base_offset() != 0 {
                         return Err(Error::invalid_record(format!(
-                            "the baseOffset of the record batch at position {} should be 0, but it is {}",
-                            a.valid_bytes,
-                            b.base_offset()
+                            "The baseOffset of the record batch in the append to {tp} should be 0, but it is {} \
+                             (batch at position {} of the append)",
+                            b.base_offset(),
+                            a.valid_bytes
                         )));
                     }
                 }
             }
+            AppendOrigin::Coordinator => {}
             // Followers keep the leader's offsets, whose last offsets must increase.
             AppendOrigin::Replication => {
                 if a.batch_count > 0 && batch.last_offset() <= a.last_offset {

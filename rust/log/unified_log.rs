@@ -487,7 +487,7 @@ impl UnifiedLog {
             AppendInput::Leader { origin, transaction_version, .. } => (origin, transaction_version),
             AppendInput::Follower(_) => (AppendOrigin::Replication, producers::REPLICATION_TRANSACTION_VERSION),
         };
-        let shallow = analyze(input.bytes(), &config, origin)?;
+        let shallow = analyze(input.bytes(), &config, origin, &self.topic_partition)?;
         let _guard = self.write_lock.lock();
         self.check_open()?;
         if let AppendInput::Leader { leader_epoch, .. } = input {

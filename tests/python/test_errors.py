@@ -180,6 +180,25 @@ def test_append_batch_rejects_bad_batch_and_leaves_the_log_alone(tmp_path, name)
         assert [r.offset for r in log.records()] == [0, 1, 2, 3]
 
 
+def test_append_batch_refuses_a_base_offset_other_than_zero(tmp_path):
+    """Kafka's leader append (analyzeAndValidateRecords): a producer's batch comes at base offset
+    0. Any other base is an InvalidRecordError naming the partition, the base and the batch's
+    position, and nothing of the append is written; a follower append keeps its offsets."""
+    moved = set_field(GOOD, ">q", 0, 7, crc=False)  # the base offset is outside the CRC
+    with UnifiedLog.open(tmp_path / "base-0") as log:
+        log.append([(b"k", b"v")])
+        before = (log.log_end_offset, log.size_in_bytes)
+        with pytest.raises(InvalidRecordError) as exc:
+            log.append_batch(GOOD + moved)
+        assert (
+            "The baseOffset of the record batch in the append to base-0 should be 0, but it is 7"
+            f" (batch at position {len(GOOD)} of the append)"
+        ) in str(exc.value)
+        assert (log.log_end_offset, log.size_in_bytes) == before
+        assert log.append_as_follower(set_field(GOOD, ">q", 0, 1, crc=False)).first_offset == 1
+        assert log.log_end_offset == 4
+
+
 @pytest.mark.parametrize("name", list(TRAILING))
 def test_garbage_after_the_last_batch(tmp_path, name):
     data = GOOD + build_batch(3) + TRAILING[name]

@@ -319,6 +319,35 @@ fn append_with_out_of_order_offsets_is_rejected() {
     assert_eq!((log.log_end_offset(), log.size_in_bytes()), (0, 0), "nothing appended");
 }
 
+/// Kafka's `UnifiedLog.analyzeAndValidateRecords`: a producer's v2 batch must come at base
+/// offset 0 (the leader assigns the offsets); any other base is an `InvalidRecordException`
+/// naming the partition, and nothing of the append is written. A follower keeps its offsets.
+#[test]
+fn leader_append_refuses_a_batch_whose_base_offset_is_not_zero() {
+    let fx = Fixture::new();
+    let log = fx.open(&config(&[]));
+    append_values(&log, T0, &["0"]);
+    let size = log.size_in_bytes();
+    for (base, at) in [(5_i64, 0_usize), (3, values_batch(0, T0, &["a"]).len())] {
+        let mut records = if at == 0 { Vec::new() } else { values_batch(0, T0, &["a"]) };
+        records.extend(values_batch(base, T0, &["b"]));
+        match log.append_as_leader(&mut records, 0) {
+            Err(Error::InvalidRecord { reason }) => {
+                let expected = format!(
+                    "The baseOffset of the record batch in the append to {} should be 0, but it is {base} \
+                     (batch at position {at} of the append)",
+                    log.topic_partition()
+                );
+                assert_eq!(reason, expected);
+            }
+            other => panic!("base offset {base}: expected InvalidRecord, got {other:?}"),
+        }
+        assert_eq!((log.log_end_offset(), log.size_in_bytes()), (1, size), "nothing appended");
+    }
+    log.append_as_follower(&values_batch(1, T0, &["c"])).unwrap();
+    assert_eq!(log.log_end_offset(), 2);
+}
+
 #[test]
 fn follower_append_below_the_log_end_is_rejected() {
     // testAppendBelowExpectedOffsetThrowsException.
