@@ -14,7 +14,6 @@ use super::log_to_clean::{calculate_cleanable_bytes, LogToClean};
 use super::mapped_records::{MappedRecords, TRACKED_OFFSETS_PER_SLOT};
 use super::md5_keys::hash_record_keys;
 use super::offset_map::SkimpyOffsetMap;
-use super::producer_scan::ProducerScan;
 use super::throttler::Throttler;
 use crate::error::{Error, Result};
 use crate::index::transaction_index::AbortedTxn;
@@ -32,9 +31,6 @@ pub struct CleanerParams {
     pub max_io_buffer_size: usize,
     /// Share of the map's slots a pass may fill (`log.cleaner.io.buffer.load.factor`).
     pub dedupe_buffer_load_factor: f64,
-    /// Producers whose last batch is older than this are no longer active
-    /// (`producer.id.expiration.ms`, default one day).
-    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for CleanerParams {
@@ -44,7 +40,6 @@ impl Default for CleanerParams {
             io_buffer_size: 512 * 1024 / 2,
             max_io_buffer_size: 1024 * 1024 + 12,
             dedupe_buffer_load_factor: 0.9,
-            producer_id_expiration_ms: 86_400_000,
         }
     }
 }
@@ -160,12 +155,18 @@ impl Cleaner {
             None => 0,
         };
         let mut stats = CleanerStats::new();
-        let scan = ProducerScan::run(log, now, self.params.producer_id_expiration_ms, &check)?;
-        // kafkalog keeps no transaction state, so the last stable offset the range was chosen
-        // with is the high watermark; an open transaction found by the scan lowers it, and the
-        // range ends at the base of the segment holding it, as Kafka's would.
+        // What Kafka's cleaner reads from the log's producer state
+        // (`lastRecordsOfActiveProducers`) and its `.txnindex` files
+        // (`collectAbortedTransactions`), taken once at the start of the clean. The aborted
+        // transactions are collected over the whole log and narrowed to each segment read.
+        let last_records = log.last_records_of_active_producers();
+        let aborted = log.collect_aborted_transactions(log.log_start_offset(), log.log_end_offset())?;
+        // The range was chosen below the last stable offset; a caller that named its own bound
+        // (Kafka's `doClean` trusts it) is still held below an open transaction, at the base of
+        // the segment holding its first offset, so no undecided record is ever compacted.
         let mut upper_bound = to_clean.first_uncleanable_offset;
-        if let Some(unstable) = scan.first_unstable_offset.filter(|u| *u < upper_bound) {
+        let first_open = log.ongoing_transactions().first().map(|&(_, first)| first);
+        if let Some(unstable) = first_open.filter(|u| *u < upper_bound) {
             upper_bound = calculate_cleanable_bytes(log, to_clean.first_dirty_offset, unstable).0;
             log::info!(
                 "Cleaner {}: {partition} has a transaction open since offset {unstable}: cleaning only below {upper_bound}",
@@ -176,7 +177,7 @@ impl Cleaner {
                 return Ok((to_clean.first_dirty_offset, stats));
             }
         }
-        self.build_offset_map(log, to_clean.first_dirty_offset, upper_bound, &scan.aborted, &mut stats, &check)?;
+        self.build_offset_map(log, to_clean.first_dirty_offset, upper_bound, &aborted, &mut stats, &check)?;
         let end_offset = self.map.latest_offset() + 1;
         stats.index_done();
         log::info!(
@@ -197,8 +198,8 @@ impl Cleaner {
             now,
             upper_bound,
             legacy_delete_horizon,
-            last_records: &scan.last_records,
-            aborted: &scan.aborted,
+            last_records: &last_records,
+            aborted: &aborted,
         };
         let mut txn = CleanedTransactionMetadata::default();
         for group in &groups {

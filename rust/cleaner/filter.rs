@@ -28,22 +28,13 @@ use super::md5_keys::hash_record_keys;
 use super::offset_map::{KeyHash, SkimpyOffsetMap};
 use crate::error::{Error, Result};
 use crate::index::transaction_index::AbortedTxn;
+pub use crate::log::producer_state::LastRecord;
 use crate::record::batch::MAGIC_V2;
 use crate::record::builder::{write_empty_header, BatchBuilder, BatchHeader};
 use crate::record::control::ControlRecordType;
 use crate::record::default_record::Record;
 use crate::record::records::AnyBatch;
 use crate::record::TimestampType;
-
-/// What a producer last wrote (Kafka's `LastRecord`): its last data batch's last offset, if
-/// any, and its current epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LastRecord {
-    /// Last offset of the producer's last data batch.
-    pub last_data_offset: Option<i64>,
-    /// The producer's latest epoch.
-    pub producer_epoch: i16,
-}
 
 /// How a batch is treated (Kafka's `BatchRetention`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

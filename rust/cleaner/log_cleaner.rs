@@ -53,8 +53,6 @@ pub struct LogCleanerContext {
     pub clock: SharedClock,
     /// Broker `message.max.bytes`: the largest the cleaner's buffers grow.
     pub max_message_bytes: usize,
-    /// Broker `producer.id.expiration.ms`.
-    pub producer_id_expiration_ms: i64,
 }
 
 /// Called on the cleaning thread just before a partition is cleaned (by a thread, `run_once`
@@ -151,7 +149,6 @@ struct Core {
     failure_channel: Arc<LogDirFailureChannel>,
     clock: SharedClock,
     max_message_bytes: usize,
-    producer_id_expiration_ms: i64,
     hook: RwLock<Option<CleanHook>>,
     /// Threads restarted after dying.
     restarts: AtomicU64,
@@ -216,7 +213,6 @@ impl LogCleaner {
             failure_channel: ctx.failure_channel,
             clock: ctx.clock,
             max_message_bytes: ctx.max_message_bytes,
-            producer_id_expiration_ms: ctx.producer_id_expiration_ms,
             hook: RwLock::new(None),
             restarts: AtomicU64::new(0),
         };
@@ -514,7 +510,6 @@ impl Core {
             io_buffer_size: usize::try_from(config.io_buffer_size.max(0)).unwrap_or(0) / threads / 2,
             max_io_buffer_size: self.max_message_bytes,
             dedupe_buffer_load_factor: config.dedupe_buffer_load_factor,
-            producer_id_expiration_ms: self.producer_id_expiration_ms,
         };
         Cleaner::new(id, map, params, self.throttler.clone(), self.clock.clone())
     }

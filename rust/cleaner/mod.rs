@@ -35,7 +35,6 @@ pub mod md5_keys;
 pub mod md5x16_avx512;
 pub mod md5x8;
 pub mod offset_map;
-pub mod producer_scan;
 pub mod throttler;
 
 pub use cleaner::{group_segments_by_size, Cleaner, CleanerParams};

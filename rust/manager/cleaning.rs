@@ -63,7 +63,6 @@ pub(super) fn new_log_cleaner(
         failure_channel,
         clock,
         max_message_bytes: usize::try_from(config.log_config().max_message_bytes.max(0)).unwrap_or(0),
-        producer_id_expiration_ms: i64::from(config.producer_id_expiration_ms),
     };
     Some(Arc::new(LogCleaner::new(config.cleaner.clone(), ctx)))
 }

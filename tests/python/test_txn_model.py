@@ -27,7 +27,20 @@ Invariants after every step (a standalone log's high watermark follows its log e
   transaction's first offset, else the marker offset + 1, as ``ProducerStateManager.
   lastStableOffset(completedTxn)``).
 
-Cleans (``compact_now``) are not part of this machine.
+Cleans (``compact_now`` on a ``cleanup.policy=compact`` log, keys drawn from a few) follow
+Kafka's cleaner (``LogCleaner.cleanSegments`` with ``CleanedTransactionMetadata``): the clean
+covers the log start up to min(LSO, active segment base) rounded down to a segment base, and
+must report that bound; below it every
+aborted record goes, and of the rest (committed and non-transactional alike) only the latest
+record of each key stays. Records at or above the bound are untouched. ``.txnindex`` entries
+whose ABORT marker lies below a clean's bound may go with the data they described (Kafka
+rewrites the entry only while it still covers data); no entry is ever invented, and entries at
+or above every bound stay.
+
+After a clean, truncations stay at or above the log end of the time of that clean: below it
+Kafka's reload replays cleaned segments whose batches the cleaner removed (it keeps only each
+producer's last batch), so a producer's restored sequence depends on which snapshot the reload
+starts from, which the model does not track.
 
 Runs derandomized (conftest). KAFKALOG_SOAK=<n> multiplies the number of examples by n.
 """
@@ -53,6 +66,8 @@ T0 = 1_700_000_000_000
 IDEMPOTENT = [1, 2]
 TRANSACTIONAL = [11, 12, 13]
 EPOCH = 0
+KEYS = 5
+DAY_MS = 24 * 60 * 60 * 1000
 
 #: (offset, key, value) of one data record.
 Row = tuple[int, bytes | None, bytes | None]
@@ -82,6 +97,8 @@ class Model:
     batches: list[Batch] = field(default_factory=list)
     txns: list[Txn] = field(default_factory=list)  # every transaction still in the log, by first offset
     log_end: int = 0
+    clean_floor: int = 0  # the log end at the latest clean: truncations stay at or above it
+    clean_bound: int = 0  # the highest first-uncleanable offset of any clean so far
 
     def open_txn(self, pid: int) -> Txn | None:
         return next((t for t in self.txns if t.producer_id == pid and t.marker is None), None)
@@ -111,6 +128,23 @@ class Model:
     def all_rows(self) -> list[Row]:
         return [(o, *self.rows[o]) for o in sorted(self.rows)]
 
+    def clean(self, bound: int) -> None:
+        """Kafka's cleaner over [log start, bound): aborted records go, then only the latest
+        record of each key stays."""
+        below = [o for o in sorted(self.rows) if o < bound]
+        live = [o for o in below if not self._aborted(o)]
+        latest = {self.rows[o][0]: o for o in live}
+        dropped = [o for o in below if self._aborted(o) or latest[self.rows[o][0]] != o]
+        event(f"clean dropped {'no' if not dropped else 'some'} records")
+        for o in dropped:
+            del self.rows[o]
+        self.clean_floor = self.log_end
+        self.clean_bound = max(self.clean_bound, bound)
+
+    def _aborted(self, offset: int) -> bool:
+        t = self.txn_of.get(offset)
+        return t is not None and t.marker is not None and not t.committed
+
     def aborted(self) -> list[tuple[int, int, int, int]]:
         return sorted(
             (t.producer_id, t.first_offset, t.marker, t.lso_after)
@@ -134,8 +168,14 @@ class Model:
 
 
 def _records(first: int, n: int, tag: str, value_len: int) -> list[Record]:
+    """``n`` records from offset ``first``; keys come from a few (shared by every producer), so
+    a clean has records to drop, and each value names its producer and offset."""
     return [
-        Record(b"%s-%d" % (tag.encode(), first + i), b"v%d-" % (first + i) + b"x" * value_len, timestamp=T0 + first + i)
+        Record(
+            b"k%d" % ((first + i) * 7 % KEYS),
+            b"%s-v%d-" % (tag.encode(), first + i) + b"x" * value_len,
+            timestamp=T0 + first + i,
+        )
         for i in range(n)
     ]
 
@@ -151,7 +191,12 @@ class TxnMachine(RuleBasedStateMachine):
 
     @initialize(segment_bytes=st.sampled_from([1024, 2048, 8192]))
     def open_log(self, segment_bytes: int) -> None:
-        self.config = {"internal.segment.bytes": str(segment_bytes), "index.interval.bytes": "256"}
+        self.config = {
+            "internal.segment.bytes": str(segment_bytes),
+            "index.interval.bytes": "256",
+            "cleanup.policy": "compact",
+        }
+        self.time_ms = T0
         self.log = kafkalog.UnifiedLog.open(self.path, self.config)
 
     def teardown(self) -> None:
@@ -241,11 +286,31 @@ class TxnMachine(RuleBasedStateMachine):
     def truncate(self, data: st.DataObject) -> None:
         """Truncates to a batch boundary (a batch's base offset, or the log end)."""
         assert self.log is not None
-        bounds = sorted({b.base for b in self.model.batches} | {self.model.log_end})
+        floor = self.model.clean_floor
+        bounds = sorted({b.base for b in self.model.batches if b.base >= floor} | {self.model.log_end})
         target = data.draw(st.sampled_from(bounds), label="truncate to")
         self.log.truncate_to(target)
         self.model.truncate(target)
         assert self.log.log_end_offset == target
+
+    @rule(later=st.booleans())
+    def compact(self, later: bool) -> None:
+        """``compact_now``; ``later`` moves the clean's clock past ``delete.retention.ms`` (a
+        day), so markers a first clean stamped may go in this one."""
+        assert self.log is not None
+        m = self.model
+        if later:
+            self.time_ms += 2 * DAY_MS
+        bases = [s.base_offset for s in self.log.segments]
+        result = self.log.compact_now(dedupe_buffer_size=1 << 20, time_ms=self.time_ms)
+        # Kafka's LogCleanerManager: cleanable below min(LSO, active segment base), rounded down
+        # to the base of the segment holding it (calculateCleanableBytes).
+        uncleanable = min(m.lso(), bases[-1])
+        bound = max(b for b in bases if b <= uncleanable)
+        assert result.first_uncleanable_offset == bound, "the clean is bounded by the LSO and the active segment"
+        if m.open_txns() and m.lso() < bases[-1]:
+            event("clean bounded by an open transaction")
+        m.clean(bound)
 
     @rule()
     def reopen(self) -> None:
@@ -278,7 +343,11 @@ class TxnMachine(RuleBasedStateMachine):
         aborted = sorted(
             (a.producer_id, a.first_offset, a.last_offset, a.last_stable_offset) for a in log.aborted_transactions()
         )
-        assert aborted == m.aborted(), "aborted_transactions differs from the model"
+        expected = m.aborted()
+        assert set(aborted) <= set(expected), "aborted_transactions has entries the model lacks"
+        kept = [a for a in expected if a[2] >= m.clean_bound]
+        assert set(kept) <= set(aborted), "an aborted transaction no clean reached is missing"
+        assert len(set(aborted)) == len(aborted), "aborted_transactions repeats an entry"
 
 
 TestTxnModel = TxnMachine.TestCase

@@ -1098,8 +1098,10 @@ fn commit_marker_removal() {
     put_int(&log, 1, 11); // 2 supersedes 0
     put_int(&log, 5, 5); // 3
     log.roll().unwrap();
-    // Long after the producer's last write: it is no longer active (producer.id.expiration.ms).
+    // Long after the producer's last write, Kafka's periodic expiry check has run: the producer
+    // is no longer active (producer.id.expiration.ms), so its last batch need not stay.
     let now = T0 + 2 * DAY_MS;
+    log.remove_expired_producers(now);
     let mut cleaner = big_cleaner(&fx);
     do_clean(&mut cleaner, &log, 0, active_base(&log), now).unwrap();
     assert_eq!(record_offsets(&log), vec![1, 2, 3], "data of the transaction seen in this pass: marker kept");
@@ -1123,7 +1125,9 @@ fn abort_marker_removal() {
     put_int(&log, 3, 3); // 3
     put_int(&log, 4, 4); // 4
     log.roll().unwrap();
+    // As in commit_marker_removal: the producer has expired, its last batch need not stay.
     let now = T0 + 2 * DAY_MS;
+    log.remove_expired_producers(now);
     let mut cleaner = big_cleaner(&fx);
     do_clean(&mut cleaner, &log, 0, active_base(&log), now).unwrap();
     assert_eq!(record_offsets(&log), vec![2, 3, 4], "aborted data removed, its marker kept");
@@ -1140,6 +1144,35 @@ fn abort_marker_removal() {
     assert_eq!(record_offsets(&log), vec![3, 4]);
     let index = std::fs::read(fx.dir.join(segment_file_name(0, ".txnindex"))).unwrap_or_default();
     assert!(index.is_empty(), "marker gone: no aborted transaction left in the index");
+}
+
+/// The aborted transactions come from the log's `.txnindex`, as Kafka's cleaner collects them
+/// (`collectAbortedTransactions`), not from the batches left: an active producer's aborted
+/// transaction whose first batch a clean removed (only its last batch stays, empty) keeps its
+/// entry as the append wrote it, first offset included, through every later clean; and the
+/// clean reads the producer's last batch from the log's producer state.
+#[test]
+fn aborted_transaction_entry_survives_cleans_that_removed_its_first_batch() {
+    let fx = Fixture::new();
+    let log = open_shared(&fx, &compact_config(&[("delete.retention.ms", "1000")]));
+    put_txn(&log, 1, 0, &[1]); // 0
+    put_txn(&log, 1, 1, &[2]); // 1: the producer's last data batch
+    put_marker(&log, 1, ControlRecordType::Abort); // 2
+    put_int(&log, 3, 3); // 3
+    log.roll().unwrap();
+    let entry = (1, 0, 2, 3);
+    let entries = |log: &UnifiedLog| -> Vec<(i64, i64, i64, i64)> {
+        let all = log.aborted_transactions(0, log.log_end_offset()).unwrap();
+        all.iter().map(|t| (t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)).collect()
+    };
+    assert_eq!(entries(&log), vec![entry], "the append wrote the entry");
+    let mut cleaner = big_cleaner(&fx);
+    for (i, now) in [T0 + 10, T0 + 20, T0 + 30].into_iter().enumerate() {
+        do_clean(&mut cleaner, &log, 0, active_base(&log), now).unwrap();
+        assert_eq!(record_offsets(&log), vec![2, 3], "clean {i}: the aborted data is gone");
+        assert_eq!(last_offsets_per_batch(&log), vec![1, 2, 3], "clean {i}: the producer's last batch stays, empty");
+        assert_eq!(entries(&log), vec![entry], "clean {i}: the entry is Kafka's, first offset 0");
+    }
 }
 
 /// A crash at each step of a swap whose old and new segments both carry a `.txnindex` (an
@@ -1287,6 +1320,8 @@ fn clean_empty_control_batch() {
     assert_eq!(last_offsets_per_batch(&log), vec![0, 1, 2], "the producer's last batch stays");
     assert!(batches[0].control && batches[0].records.is_empty(), "kept as an empty control batch");
     for t in [now + 2000, now + 3 * DAY_MS] {
+        // Kafka's periodic expiry check: by the second time the producer has expired.
+        log.remove_expired_producers(t);
         do_clean(&mut cleaner, &log, 0, active_base(&log), t).unwrap();
         assert_eq!(keys_in_log(&log), vec![2, 3]);
     }

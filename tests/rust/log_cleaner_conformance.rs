@@ -9,13 +9,11 @@
 //!
 //! Kafka's tests call `buildOffsetMap` / `cleanSegments` with a fake offset map and clean at
 //! `Long.MaxValue`-like times. Here every clean is a `Cleaner::do_clean` over a real map, so
-//! "pretend these keys are superseded" becomes "append newer values for these keys", and the
-//! clean times stay within `producer.id.expiration.ms` of the data (kafkalog finds the active
-//! producers by scanning the log and drops the ones idle for that long; Kafka's producer state
-//! would keep them until its periodic expiry runs), with `delete.retention.ms` short so that a
-//! second clean can pass a delete horizon. The transaction index Kafka writes on append does
-//! not exist here before a clean (kafkalog has no producer state); after a clean the cleaned
-//! segments' `.txnindex` files are read directly.
+//! "pretend these keys are superseded" becomes "append newer values for these keys". The
+//! cleaner reads the log's producer state and `.txnindex` files as Kafka's does, so a producer
+//! stays active (its last batch kept) until `remove_expired_producers` runs, as Kafka's
+//! periodic expiry check would; `delete.retention.ms` is short so that a second clean can pass
+//! a delete horizon.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -9,12 +9,23 @@ use crate::record::batch::{RecordBatch, NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMES
 /// `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`).
 pub const NUM_BATCHES_TO_RETAIN: usize = 5;
 
+/// What a producer last wrote, as the cleaner needs it (Kafka's `LastRecord`): the last offset
+/// of its last data batch, if it has one retained, and its current epoch. Plain data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastRecord {
+    /// Last offset of the producer's last data batch.
+    pub last_data_offset: Option<i64>,
+    /// The producer's latest epoch.
+    pub producer_epoch: i16,
+}
+
 /// The state of one producer id. Mirrors Kafka's `ProducerStateEntry`: the batch metadata is
 /// ordered oldest first, at most [`NUM_BATCHES_TO_RETAIN`] of them (the oldest is dropped for a
 /// new one), and a change of epoch clears it. The batches live inline (a ring of five), so an
 /// entry is `Copy` and copying one for an append allocates nothing.
 ///
 /// A plain value; the `ProducerStateManager` that owns it is not thread-safe.
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProducerStateEntry {
     producer_id: i64,

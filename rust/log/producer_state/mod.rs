@@ -37,7 +37,7 @@ mod txn_v2_tests;
 
 pub use append_info::{ProducerAppendInfo, TV_0, TV_1, TV_2, TV_UNKNOWN};
 pub use batch_metadata::BatchMetadata;
-pub use entry::{ProducerStateEntry, NUM_BATCHES_TO_RETAIN};
+pub use entry::{LastRecord, ProducerStateEntry, NUM_BATCHES_TO_RETAIN};
 pub use manager::{last_stable_offset_for, ProducerStateManager, LATE_TRANSACTION_BUFFER_MS};
 pub use manager_config::ProducerStateManagerConfig;
 pub use rebuild::{rebuild_producer_state, RebuildParams};

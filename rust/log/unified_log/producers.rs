@@ -15,11 +15,11 @@ use super::UnifiedLog;
 use crate::error::Result;
 use crate::index::transaction_index::AbortedTxn;
 use crate::log::log_validator::{AppendOrigin, LogAppendInfo};
-use crate::log::producer_state::LogOffsetMetadata;
 use crate::log::producer_state::{
     last_stable_offset_for, rebuild_producer_state, BatchMetadata, ProducerAppendInfo, ProducerStateEntry,
     ProducerStateManager, RebuildParams, TxnMetadata, TV_UNKNOWN,
 };
+use crate::log::producer_state::{LastRecord, LogOffsetMetadata};
 use crate::record::batch::RecordBatch;
 use crate::record::records::{AnyBatch, BatchIter};
 use crate::segment::log_segment::LogSegment;
@@ -126,6 +126,26 @@ impl UnifiedLog {
         let mut all: Vec<ActiveProducer> = psm.active_producers().values().map(ActiveProducer::of).collect();
         all.sort_unstable_by_key(|p| p.producer_id);
         all
+    }
+
+    /// Each known producer's last data batch and epoch, by producer id (Kafka's
+    /// `UnifiedLog.lastRecordsOfActiveProducers`): the cleaner keeps each of these batches, so
+    /// the producer's sequence survives compaction. Expired producers are not in it.
+    pub fn last_records_of_active_producers(&self) -> HashMap<i64, LastRecord> {
+        let psm = self.producer_state.lock();
+        psm.active_producers()
+            .iter()
+            .map(|(&pid, e)| {
+                let offset = e.last_data_offset();
+                (
+                    pid,
+                    LastRecord {
+                        last_data_offset: (offset >= 0).then_some(offset),
+                        producer_epoch: e.producer_epoch(),
+                    },
+                )
+            })
+            .collect()
     }
 
     /// The open transactions as `(producer id, first offset)`, by first offset.

@@ -71,7 +71,6 @@ impl Env {
             failure_channel: self.channel.clone(),
             clock: self.clock.clone(),
             max_message_bytes: 1_048_588,
-            producer_id_expiration_ms: 86_400_000,
         };
         LogCleaner::new(config, ctx)
     }
