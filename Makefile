@@ -101,14 +101,14 @@ fuzz:
 # Crash and corruption soak: 500 SIGKILLs of a child process writing to a LogManager (`make
 # test` runs 30), 500 of a compacting child (`make test`: 20), 300 of a child writing idempotent
 # and transactional batches and markers (`make test`: 20), 200 damaged files per kind of
-# file and damage (`make test`: 25), and the compaction model with 10x its examples. About seven
-# minutes on two quiet cores (7 min 7 s at its last recorded run; 17 min with other builds
-# beside it). Not part of `make test`.
+# file and damage (`make test`: 25), and the compaction and transaction models with 10x their
+# examples. Not part of `make test`; its last recorded run is in the README's test section.
 soak: $(NATIVE_STAMP)
 	KAFKALOG_CRASH_KILLS=500 KAFKALOG_CORRUPTION_CASES=200 KAFKALOG_CLEANER_CRASH_KILLS=500 KAFKALOG_SOAK=10 \
 		KAFKALOG_TXN_CRASH_KILLS=300 \
 		$(PY) -m pytest -q tests/python/test_crash_recovery.py tests/python/test_corruption.py \
-		tests/python/test_cleaner_crash.py tests/python/test_compaction_model.py tests/python/test_txn_crash.py
+		tests/python/test_cleaner_crash.py tests/python/test_compaction_model.py tests/python/test_txn_crash.py \
+		tests/python/test_txn_model.py
 
 clean:
 	rm -rf $(VENV) target python/kafkalog/_native*.so

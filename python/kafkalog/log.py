@@ -138,11 +138,19 @@ class UnifiedLog:
         *,
         read_only: bool = False,
         create: bool = True,
+        producer_id_expiration_ms: int = 86_400_000,
+        transaction_max_timeout_ms: int = 900_000,
     ) -> UnifiedLog:
         """Opens the partition directory ``path`` (named ``<topic>-<partition>``), creating it
         when missing unless ``read_only`` or ``create=False``. ``config`` holds Kafka topic
         configs (``segment.bytes``, ``cleanup.policy``, ...); invalid values raise
         InvalidConfigError naming the key.
+
+        ``producer_id_expiration_ms`` and ``transaction_max_timeout_ms`` are the broker's
+        ``producer.id.expiration.ms`` and ``transaction.max.timeout.ms`` (Kafka's defaults; at
+        least 1). A LogManager takes them from its broker config and expires idle producers
+        on its scheduler; a log opened alone forgets the producers already expired when it
+        loads, and later ones when ``remove_expired_producers`` is called.
 
         ``create=False`` is for a directory expected to exist (found earlier, and perhaps
         deleted since): a missing one raises KafkaLogIOError (errno ENOENT, ``filename`` the
@@ -152,7 +160,12 @@ class UnifiedLog:
         to its last complete batch, even while another process appends to it."""
         return cls(
             _native.UnifiedLog.open(
-                arg.path("path", path), _config_pairs(config), arg.flag("read_only", read_only), arg.flag("create", create)
+                arg.path("path", path),
+                _config_pairs(config),
+                arg.flag("read_only", read_only),
+                arg.flag("create", create),
+                arg.integer("producer_id_expiration_ms", producer_id_expiration_ms, 1, arg.I32_MAX),
+                arg.integer("transaction_max_timeout_ms", transaction_max_timeout_ms, 1, arg.I32_MAX),
             )
         )
 
@@ -276,11 +289,15 @@ class UnifiedLog:
 
         The cleanable range runs from ``first_dirty_offset`` (default: the log start; a
         LogManager keeps it in ``cleaner-offset-checkpoint``; it must lie in [0, log end], and
-        one below the log start means the log start) to the least of the high
-        watermark, the active segment's base and ``min.compaction.lag.ms``; roll first to make
-        the active segment cleanable. Tombstones follow Kafka's two-pass rule: the first clean
-        stamps ``time_ms + delete.retention.ms`` into their batch, a clean after that removes
-        them. The sizes take the broker keys ``log.cleaner.dedupe.buffer.size``,
+        one below the log start means the log start) to the least of the last stable offset
+        (an open transaction's first offset, else the high watermark), the active segment's
+        base and ``min.compaction.lag.ms``, rounded down to a segment base; roll first to make
+        the active segment cleanable. Aborted transactions' records go (as the log's
+        ``.txnindex`` lists them), and each producer in ``active_producers`` keeps its last
+        batch, empty if need be, so its sequence survives (``remove_expired_producers`` first
+        to let idle producers go, as a broker's expiry check does). Tombstones and transaction
+        markers follow Kafka's two-pass rule: the first clean stamps ``time_ms +
+        delete.retention.ms`` into their batch, a clean after that removes them. The sizes take the broker keys ``log.cleaner.dedupe.buffer.size``,
         ``log.cleaner.io.buffer.load.factor``, ``log.cleaner.io.buffer.size`` and
         ``log.cleaner.io.max.bytes.per.second``. A truncation or close of the log meanwhile
         stops the clean with ``LogCleaningAbortedError`` and leaves the log unchanged. An I/O
@@ -449,6 +466,14 @@ class UnifiedLog:
         write's timestamp. A producer idle for ``producer.id.expiration.ms`` with no open
         transaction is forgotten by the LogManager's expiry."""
         return self._log.active_producers()
+
+    def remove_expired_producers(self, time_ms: int | None = None) -> None:
+        """Forgets the producers idle for ``producer.id.expiration.ms`` at ``time_ms`` (default:
+        now) that have no open transaction: Kafka's removeExpiredProducers, which a broker (and
+        a LogManager) runs every ``producer.id.expiration.check.interval.ms``. The cleaner keeps
+        each remaining producer's last batch. In memory: the next snapshot leaves them out."""
+        now = int(time.time() * 1000) if time_ms is None else arg.integer("time_ms", time_ms, 0, arg.I64_MAX)
+        self._log.remove_expired_producers(now)
 
     @property
     def ongoing_transactions(self) -> list[OngoingTransaction]:

@@ -2,7 +2,8 @@
 //! `LocalLog.splitOverflowedSegment`). Logs cleaned before KAFKA-6264 can hold batches more than
 //! `i32::MAX` offsets past their segment's base offset; such a segment cannot be indexed, so it
 //! is rewritten as several segments, each starting at the base offset of its first batch,
-//! through the crash-safe replace (`.cleaned` -> `.swap` -> live).
+//! through the crash-safe replace (`.cleaned` -> `.swap` -> live). Each part keeps the
+//! `.txnindex` entries of the ABORT markers it holds.
 //!
 //! Thread-safety: runs under the log's write lock (or during loading, before anyone else sees
 //! the log).
@@ -68,6 +69,7 @@ pub fn split_overflowed_segment(segment: &Arc<LogSegment>, config: &LogConfig, l
         // Nothing valid to keep: an empty segment at the old base takes its place.
         return segment.truncate_to(segment.base_offset());
     }
+    carry_aborted_txns(segment, &parts, last_copied)?;
     // As Kafka does for every part: indexes trimmed with the final time-index entry, as a
     // rolled segment has them, and the old segment's modification time, which retention uses
     // for data without timestamps.
@@ -87,6 +89,21 @@ pub fn split_overflowed_segment(segment: &Arc<LogSegment>, config: &LogConfig, l
     );
     local.replace_segments(&parts, std::slice::from_ref(segment), config)?;
     Ok(size - valid)
+}
+
+/// Gives each part the `.txnindex` entries of the old segment whose ABORT marker it now holds
+/// (the part with the highest base at or below the marker's offset); entries whose marker was
+/// in the bytes left behind go with them. Kafka's split copies only the `.log` bytes, leaving
+/// the parts' transaction indexes empty until a recovery rebuilds them, so a `read_committed`
+/// read in between would return aborted records; kafkalog keeps them.
+fn carry_aborted_txns(segment: &LogSegment, parts: &[Arc<LogSegment>], last_copied: i64) -> Result<()> {
+    let entries = segment.txn_index().all_aborted_txns()?;
+    for entry in entries.into_iter().filter(|e| e.last_offset <= last_copied) {
+        if let Some(part) = parts.iter().rev().find(|p| p.base_offset() <= entry.last_offset) {
+            part.update_txn_index(entry)?;
+        }
+    }
+    Ok(())
 }
 
 /// The warning for the bytes a split leaves behind (from `valid` to `size`), if any.

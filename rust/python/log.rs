@@ -22,6 +22,7 @@ use crate::config::CleanerConfig;
 use crate::config::LogConfig;
 use crate::error::Error;
 use crate::index::transaction_index::AbortedTxn;
+use crate::log::producer_state::ProducerStateManagerConfig;
 use crate::log::unified_log::{CommittedFilter, FetchIsolation, LogOpenOptions, UnifiedLog};
 use crate::record::builder::{BatchBuilder, BatchHeader};
 use crate::record::compression::CompressionType;
@@ -83,9 +84,11 @@ impl PyUnifiedLog {
 #[pymethods]
 impl PyUnifiedLog {
     /// Opens a partition directory. `config` maps Kafka topic config keys to string values;
-    /// `create=False` refuses a missing directory instead of creating it.
+    /// `create=False` refuses a missing directory instead of creating it. The two broker
+    /// settings of the producer state (`producer.id.expiration.ms`,
+    /// `transaction.max.timeout.ms`) are checked by the Python layer.
     #[staticmethod]
-    #[pyo3(signature = (path, config, read_only, create=true))]
+    #[pyo3(signature = (path, config, read_only, create=true, producer_id_expiration_ms=86_400_000, transaction_max_timeout_ms=900_000))]
     #[allow(clippy::needless_pass_by_value)]
     fn open(
         py: Python<'_>,
@@ -93,10 +96,19 @@ impl PyUnifiedLog {
         config: Vec<(String, String)>,
         read_only: bool,
         create: bool,
+        producer_id_expiration_ms: i32,
+        transaction_max_timeout_ms: i32,
     ) -> PyResult<Self> {
         let config = LogConfig::from_props(config.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .map_err(|e| to_py_err(py, e))?;
-        let options = LogOpenOptions { read_only, create, clock: Arc::new(SystemClock), ..LogOpenOptions::default() };
+        let options = LogOpenOptions {
+            read_only,
+            create,
+            clock: Arc::new(SystemClock),
+            producer_state: ProducerStateManagerConfig { producer_id_expiration_ms, ..Default::default() },
+            max_transaction_timeout_ms: transaction_max_timeout_ms,
+            ..LogOpenOptions::default()
+        };
         let log = run(py, || UnifiedLog::open(&path, config, options))?;
         Ok(PyUnifiedLog { inner: Arc::new(log), managed: false })
     }
@@ -367,6 +379,15 @@ impl PyUnifiedLog {
     /// The producers the log knows, by producer id (in memory: no I/O).
     fn active_producers(&self) -> Vec<ActiveProducer> {
         self.inner.active_producers().iter().map(ActiveProducer::from).collect()
+    }
+    /// Kafka's removeExpiredProducers at `time_ms` (in memory, but it waits for the log's
+    /// write lock, so the GIL is released).
+    fn remove_expired_producers(&self, py: Python<'_>, time_ms: i64) -> PyResult<()> {
+        let log = self.inner.clone();
+        run(py, move || {
+            log.remove_expired_producers(time_ms);
+            Ok(())
+        })
     }
     /// The open transactions, by first offset (in memory: no I/O).
     fn ongoing_transactions(&self) -> Vec<OngoingTransaction> {

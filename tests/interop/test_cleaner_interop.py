@@ -699,8 +699,10 @@ def test_kafkalog_compaction_of_transactions_matches_kafka(tmp_path, kafka_jars:
     goes whatever its key, markers stay until their data is gone and then follow the
     delete-horizon rule; with ``open_txn_at_end``, transactions still open in closed segments
     bound the cleanable range (the last stable offset, which LogToClean aligns down to the base
-    of its segment). Kafka's driver opens the log as after an unclean shutdown, so its
-    producer state and transaction indexes are rebuilt from the segments, as a broker has them.
+    of its segment). Kafka's driver opens the log as after a clean shutdown, as a running broker
+    has it: its producer state comes from the snapshot kafkalog wrote at close and its aborted
+    transactions from kafkalog's .txnindex files (a rebuild would instead date an aborted
+    transaction from its first batch left after round 1, which round 1 may have removed).
     delete.retention.ms is 1 s here so that round 2 can pass the horizons with a clock near the
     wall clock (Kafka expires producers by the wall clock)."""
     rng = random.Random(91)
@@ -761,8 +763,7 @@ def test_kafkalog_compaction_of_transactions_matches_kafka(tmp_path, kafka_jars:
     l_dir = copy_partition(source, tmp_path / "kafkalog" / "txn-0")
 
     def kafka_round(now: int, first_dirty: int | None):
-        args = ["--dir", str(k_dir), "--now-ms", str(now), "--map-bytes", str(BIG_MAP), "--read", "true",
-                "--rebuild-producer-state", "true"]  # fmt: skip
+        args = ["--dir", str(k_dir), "--now-ms", str(now), "--map-bytes", str(BIG_MAP), "--read", "true"]
         if first_dirty is not None:
             args += ["--first-dirty", str(first_dirty)]
         return run_kafka_cleaner(kafka_jars, *args, config=config)
@@ -804,8 +805,8 @@ def test_kafkalog_compaction_of_transactions_matches_kafka(tmp_path, kafka_jars:
     compare_passes(kafka2.runs[0], result2, "transactions, round 2", exact=not (cmp1.recompressed or cmp2.recompressed),
                    same_input=not cmp1.recompressed)  # fmt: skip
     # The cleaned segments' transaction indexes: Kafka's cleaner writes into the cleaned
-    # segment's .txnindex every aborted transaction whose ABORT marker it kept (the segments
-    # past the cleaned range have theirs from Kafka's recovery, not from the cleaner).
+    # segment's .txnindex every aborted transaction whose ABORT marker it kept, as its
+    # collectAbortedTransactions read it.
     end2 = kafka2.runs[0]["end_offset"]
     txn = {
         who: {

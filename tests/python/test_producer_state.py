@@ -71,3 +71,32 @@ def test_each_refusal_maps_to_its_exception(tmp_path: Path) -> None:
         with pytest.raises(InvalidProducerEpochError):
             log.append_txn_marker(PID, 0, commit=True, coordinator_epoch=5)
         assert log.log_end_offset == 4
+
+
+def test_producer_expiry_of_a_log_opened_alone(tmp_path: Path) -> None:
+    """``producer_id_expiration_ms`` is the broker's producer.id.expiration.ms:
+    ``remove_expired_producers(time_ms)`` forgets the producers idle that long with no open
+    transaction (Kafka's removeExpiredProducers, expired at idle >= the setting); a producer
+    with an open transaction stays until its marker."""
+    with kafkalog.UnifiedLog.open(tmp_path / "t-0", producer_id_expiration_ms=500) as log:
+        log.append_batch(batch(2, seq=0))  # last timestamp 1001
+        log.append_batch(batch(1, seq=0, pid=PID + 1, transactional=True))  # 1000, left open
+        log.remove_expired_producers(time_ms=1500)
+        assert [p.producer_id for p in log.active_producers] == [PID, PID + 1], "idle 499 ms: kept"
+        log.remove_expired_producers(time_ms=1501)
+        assert [p.producer_id for p in log.active_producers] == [PID + 1], "idle 500 ms: expired, unless open"
+        log.remove_expired_producers(time_ms=2**62)
+        assert [p.producer_id for p in log.active_producers] == [PID + 1]
+        log.append_txn_marker(PID + 1, 0, commit=True, coordinator_epoch=0)
+        log.remove_expired_producers(time_ms=2**62)
+        assert log.active_producers == []
+        # The expired producer is unknown now: it may start again at any sequence's epoch 0.
+        assert log.append_batch(batch(1, seq=0)).first_offset == 4
+
+
+@pytest.mark.parametrize("name", ["producer_id_expiration_ms", "transaction_max_timeout_ms"])
+@pytest.mark.parametrize("value", [0, -1, 2**31])
+def test_producer_state_settings_are_checked_at_open(tmp_path: Path, name: str, value: int) -> None:
+    with pytest.raises(ValueError, match=name):
+        kafkalog.UnifiedLog.open(tmp_path / "t-0", **{name: value})
+    assert not (tmp_path / "t-0").exists(), "nothing created"

@@ -22,7 +22,9 @@ use std::sync::Arc;
 use kafkalog::cleaner::offset_map::BYTES_PER_ENTRY;
 use kafkalog::cleaner::{group_segments_by_size, Cleaner};
 use kafkalog::error::Error;
+use kafkalog::index::transaction_index::AbortedTxn;
 use kafkalog::log::unified_log::LogOpenOptions;
+use kafkalog::record::builder::{write_end_txn_marker, BatchBuilder};
 use kafkalog::record::control::ControlRecordType;
 use kafkalog::record::legacy::write_legacy_entry;
 use kafkalog::record::{BatchHeader, CompressionType, TimestampType};
@@ -710,6 +712,81 @@ fn segment_with_offset_overflow() {
     drop(log);
     let reopened = fx.open(&cfg);
     assert_eq!(keys_in_log(&reopened), want);
+}
+
+/// A split carries the `.txnindex` entries: an overflowed segment holding two aborted
+/// transactions, one in each part it splits into. Each part keeps the entry of the ABORT
+/// marker it holds, so the aborted records stay hidden from `read_committed` between the split
+/// and the clean that removes them (Kafka's split leaves the parts' indexes empty until a
+/// recovery), and the next clean removes the aborted data.
+#[test]
+fn split_of_an_overflowed_segment_keeps_its_aborted_transactions() {
+    let fx = Fixture::new();
+    let far = MAX + 10;
+    let txn_batch = |base: i64, pid: i64, key: &str| -> Vec<u8> {
+        let header = BatchHeader {
+            base_offset: base,
+            producer_id: pid,
+            producer_epoch: 0,
+            base_sequence: 0,
+            is_transactional: true,
+            ..BatchHeader::default()
+        };
+        let mut b = BatchBuilder::new(header);
+        b.append_next(T0, Some(key.as_bytes()), Some(b"aborted"), &[]).unwrap();
+        b.build().unwrap()
+    };
+    let abort = |offset: i64, pid: i64| -> Vec<u8> {
+        let mut out = Vec::new();
+        write_end_txn_marker(&mut out, offset, T0, 0, pid, 0, ControlRecordType::Abort, 0).unwrap();
+        out
+    };
+    let plain = |base: i64, key: &str| batch(base, CompressionType::None, &[(Some(key.as_bytes()), Some(b"kept"), T0)]);
+    let mut overflowed = Vec::new();
+    for part in [
+        txn_batch(0, 7, "1"),
+        abort(1, 7),
+        plain(2, "2"),
+        txn_batch(far, 8, "3"),
+        abort(far + 1, 8),
+        plain(far + 2, "4"),
+    ] {
+        overflowed.extend(part);
+    }
+    let entries = [AbortedTxn::new(7, 0, 1, 2), AbortedTxn::new(8, far, far + 1, far + 2)];
+    let index: Vec<u8> = entries.iter().flat_map(AbortedTxn::to_bytes).collect();
+    std::fs::create_dir_all(&fx.dir).unwrap();
+    for (base, log_bytes, txn) in [(0, overflowed, index), (far + 3, plain(far + 3, "5"), Vec::new())] {
+        std::fs::write(fx.dir.join(segment_file_name(base, ".log")), log_bytes).unwrap();
+        std::fs::write(fx.dir.join(segment_file_name(base, ".index")), b"").unwrap();
+        std::fs::write(fx.dir.join(segment_file_name(base, ".timeindex")), b"").unwrap();
+        if !txn.is_empty() {
+            std::fs::write(fx.dir.join(segment_file_name(base, ".txnindex")), txn).unwrap();
+        }
+    }
+    let cfg = compact_config(&[("file.delete.delay.ms", "1000")]);
+    let options = LogOpenOptions { had_clean_shutdown: true, recovery_point: Some(i64::MAX), ..fx.options() };
+    let log = Arc::new(UnifiedLog::open(&fx.dir, cfg.clone(), options).unwrap());
+    assert!(has_offset_overflow(&log), "loaded without being split");
+    let aborted = |log: &UnifiedLog| log.aborted_transactions(0, log.log_end_offset()).unwrap();
+    assert_eq!(aborted(&log), entries);
+
+    let mut cleaner = big_cleaner(&fx);
+    let err = do_clean(&mut cleaner, &log, 0, active_base(&log), NOW).expect_err("the split aborts the clean");
+    assert!(matches!(err, Error::LogCleaningAborted { .. }), "{err:?}");
+    assert_eq!(log.segments().iter().map(|s| s.base_offset()).collect::<Vec<_>>(), vec![0, far, far + 3]);
+    assert_eq!(aborted(&log), entries, "every aborted transaction is still indexed");
+    for (base, entry) in [(0, entries[0]), (far, entries[1])] {
+        let bytes = std::fs::read(fx.dir.join(segment_file_name(base, ".txnindex"))).unwrap();
+        assert_eq!(bytes, entry.to_bytes(), "part {base} holds the entry of its marker");
+    }
+
+    do_clean(&mut cleaner, &log, 0, active_base(&log), NOW).unwrap();
+    assert_eq!(keys_in_log(&log), vec![2, 4, 5], "the aborted records are gone");
+    log.close().unwrap();
+    drop(log);
+    let reopened = fx.open(&cfg);
+    assert_eq!(aborted(&reopened), entries, "the markers stay (their data was seen by this clean)");
 }
 
 // -- KAFKA-4298 --------------------------------------------------------------------------------
