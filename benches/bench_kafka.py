@@ -23,8 +23,9 @@ fsyncs and removing the log are outside the clock):
 - ``append_leader``: ``UnifiedLog.append_as_leader`` / Kafka ``UnifiedLog.appendAsLeader``
   (origin CLIENT, thread-confined RequestLocal as a request handler thread has), once per
   producer batch: CRC check, LogValidator record validation and offset assignment, roll check,
-  indexes, write into the page cache. Kafka's layer also keeps producer state and the leader
-  epoch cache (one leader-epoch-checkpoint write per log); kafkalog has neither.
+  indexes, write into the page cache. Both layers also keep producer state (these batches
+  carry no producer id, so it stays empty) and the leader epoch cache (one
+  leader-epoch-checkpoint write per log).
 - ``append_follower``: ``append_as_follower`` / ``appendAsFollower(batch, 0)`` of the same
   batches with offsets and partition leader epoch 0 already set (as a leader wrote them).
 - ``append_segment``: ``LogSegment::append`` / ``LogSegment.append(lastOffset, records)`` of

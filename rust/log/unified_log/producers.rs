@@ -316,63 +316,6 @@ impl UnifiedLog {
             valid_bytes: 0,
         }
     }
-
-    /// Writes a transaction coordinator's COMMIT (`commit`) or ABORT marker for `producer_id`
-    /// as the leader, in the log's latest leader epoch (Kafka's `appendAsLeader` of a marker
-    /// built by `MemoryRecords.withEndTransactionMarker`, origin `Coordinator`). The marker
-    /// closes the producer's open transaction (an ABORT is indexed in the `.txnindex`); the
-    /// checks are Kafka's: an older producer epoch is `InvalidProducerEpoch` (with transactions
-    /// version 2 the marker must carry a bumped epoch), an older coordinator epoch
-    /// `TransactionCoordinatorFenced`. `transaction_version` defaults to 0 (`None`).
-    ///
-    /// # Errors
-    /// Those above, refused before anything is written; `InvalidArgument` for a
-    /// `producer_id` below 0 or a version outside 0..=2; `ReadOnly`, `LogClosed`, `Io`.
-    pub fn append_txn_marker(
-        &self,
-        producer_id: i64,
-        producer_epoch: i16,
-        commit: bool,
-        coordinator_epoch: i32,
-        transaction_version: Option<i16>,
-    ) -> Result<LogAppendInfo> {
-        use crate::record::control::ControlRecordType;
-        if producer_id < 0 {
-            return Err(crate::error::Error::invalid_argument(
-                "producer_id",
-                producer_id,
-                format!("a transaction marker needs a producer id >= 0, not {producer_id}"),
-            ));
-        }
-        let version = transaction_version.unwrap_or(crate::log::producer_state::TV_0);
-        if !(0..=2).contains(&version) {
-            return Err(crate::error::Error::invalid_argument(
-                "transaction_version",
-                version,
-                format!("the transaction version must be 0, 1 or 2, not {version}"),
-            ));
-        }
-        let marker = if commit { ControlRecordType::Commit } else { ControlRecordType::Abort };
-        let mut records = Vec::new();
-        let now = self.local.clock().milliseconds();
-        crate::record::builder::write_end_txn_marker(
-            &mut records,
-            0,
-            now,
-            -1,
-            producer_id,
-            producer_epoch,
-            marker,
-            coordinator_epoch,
-        )?;
-        let leader_epoch = self.latest_epoch().unwrap_or(0);
-        self.append(super::AppendInput::Leader {
-            records: &mut records,
-            leader_epoch,
-            origin: AppendOrigin::Coordinator,
-            transaction_version: version,
-        })
-    }
 }
 
 impl UnifiedLog {
