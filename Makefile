@@ -102,7 +102,8 @@ fuzz:
 # test` runs 30), 500 of a compacting child (`make test`: 20), 300 of a child writing idempotent
 # and transactional batches and markers (`make test`: 20), 200 damaged files per kind of
 # file and damage (`make test`: 25), and the compaction and transaction models with 10x their
-# examples. Not part of `make test`; its last recorded run is in the README's test section.
+# examples. Not part of `make test` (its running time is in the closing notes of the session
+# that last ran it).
 soak: $(NATIVE_STAMP)
 	KAFKALOG_CRASH_KILLS=500 KAFKALOG_CORRUPTION_CASES=200 KAFKALOG_CLEANER_CRASH_KILLS=500 KAFKALOG_SOAK=10 \
 		KAFKALOG_TXN_CRASH_KILLS=300 \
