@@ -40,6 +40,7 @@ __all__ = [
     "TransactionCoordinatorFencedError",
     "InvalidTxnStateError",
     "CorruptSnapshotError",
+    "SparkUnavailableError",
 ]
 
 
@@ -228,3 +229,9 @@ class CorruptSnapshotError(KafkaLogError):
     """A producer state snapshot (``<offset>.snapshot``) that fails its version, schema or CRC
     check (Kafka's CorruptSnapshotException). Loading a log deletes such a snapshot with a
     warning and uses the next older one."""
+
+
+class SparkUnavailableError(KafkaLogError, ImportError):
+    """kafkalog.spark cannot run here: pyspark is missing or of an unsupported version, or no
+    Java runtime Spark can use was found. The message names what was found and the fix
+    (``pip install 'kafkalog[spark]'``, a JDK 17+ on PATH or in JAVA_HOME)."""

@@ -55,7 +55,12 @@ def register(spark: SparkSession, *, check: bool = True) -> None:
     (the default) a one-task job checks that they can, once per session, and raises
     :class:`kafkalog.exceptions.WorkerImportError` saying how to fix it when they cannot
     (``PYSPARK_PYTHON``, or a virtualenv shipped with ``spark.archives``); see
-    :mod:`kafkalog.spark.workers`."""
+    :mod:`kafkalog.spark.workers`. A missing or unsupported pyspark raises
+    :class:`kafkalog.exceptions.SparkUnavailableError` naming the fix
+    (:mod:`kafkalog.spark.environment`)."""
+    from .environment import require_pyspark
+
+    require_pyspark()
     from .source import KafkaLogDataSource
 
     spark.dataSource.register(KafkaLogDataSource)
@@ -68,6 +73,9 @@ def register(spark: SparkSession, *, check: bool = True) -> None:
 def __getattr__(name: str) -> Any:
     """The maintenance jobs, imported on first use (they import pyspark)."""
     if name in _MAINTENANCE:
+        from .environment import require_pyspark
+
+        require_pyspark()
         from . import maintenance
 
         return getattr(maintenance, name)
