@@ -87,3 +87,15 @@ def test_the_spark_extra_installs_a_supported_pyspark() -> None:
     want = f"pyspark>={low_major}.{low_minor},<{high_major}"
     assert project["optional-dependencies"]["spark"] == [want]
     assert want in project["optional-dependencies"]["dev"]
+
+
+@pytest.mark.parametrize("version", ["3.5.0", "4.1.1", "5.0.0"])
+def test_a_session_running_another_spark_is_refused(version: str) -> None:
+    """The cluster's Spark (``spark.version``) may differ from the pyspark package's."""
+
+    class Session:
+        def __init__(self) -> None:
+            self.version = version
+
+    with pytest.raises(SparkUnavailableError, match=rf"but the session runs Spark {version}: run on a Spark 4\.2\+"):
+        kafkalog.spark.register(Session())  # type: ignore[arg-type]

@@ -56,11 +56,12 @@ def register(spark: SparkSession, *, check: bool = True) -> None:
     :class:`kafkalog.exceptions.WorkerImportError` saying how to fix it when they cannot
     (``PYSPARK_PYTHON``, or a virtualenv shipped with ``spark.archives``); see
     :mod:`kafkalog.spark.workers`. A missing or unsupported pyspark raises
-    :class:`kafkalog.exceptions.SparkUnavailableError` naming the fix
-    (:mod:`kafkalog.spark.environment`)."""
-    from .environment import require_pyspark
+    :class:`kafkalog.exceptions.SparkUnavailableError` naming the fix, and so does a session
+    running another Spark version (:mod:`kafkalog.spark.environment`)."""
+    from .environment import require_pyspark, require_spark_version
 
     require_pyspark()
+    require_spark_version(spark.version)
     from .source import KafkaLogDataSource
 
     spark.dataSource.register(KafkaLogDataSource)

@@ -53,6 +53,19 @@ def require_pyspark() -> str:
     return version
 
 
+def require_spark_version(version: str) -> None:
+    """Checks the version a Spark session runs (``spark.version``: the cluster's Spark, which may
+    differ from the pyspark package's) against :data:`PYSPARK_SUPPORTED`; raises
+    SparkUnavailableError naming it otherwise."""
+    found = _major_minor(version)
+    low, high = PYSPARK_SUPPORTED
+    if found is None or not low <= found < high:
+        raise SparkUnavailableError(
+            f"kafkalog.spark needs Spark >= {low[0]}.{low[1]} and < {high[0]}, but the session runs Spark {version}: "
+            f"run on a Spark {low[0]}.{low[1]}+ cluster (or locally with {_INSTALL})"
+        )
+
+
 def require_java(env: Mapping[str, str] | None = None) -> tuple[str, int]:
     """Finds the Java runtime Spark would start (``$JAVA_HOME/bin/java``, else ``java`` on
     ``PATH``) and returns its path and major version; raises SparkUnavailableError naming what
