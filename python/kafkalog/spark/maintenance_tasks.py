@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._native import probe_log_dir_lock
+from .._native import discover, probe_log_dir_lock
 from ..exceptions import KafkaLogIOError, LogDirLockedError
 from ..log import UnifiedLog
 
-__all__ = ["MaintenanceJob", "run_one", "COMPACT_STATS_COLUMNS"]
+__all__ = ["MaintenanceJob", "run_one", "run_path", "COMPACT_STATS_COLUMNS"]
 
 #: The CleanerStats counters a compact row reports (the clean's totals): ``map_bytes_read`` /
 #: ``map_messages_read`` the dirty section read to build the offset map, ``bytes_read`` /
@@ -101,6 +101,33 @@ def run_one(job: MaintenanceJob, partition_entry: Sequence[Any]) -> dict[str, An
     if opened is not None:
         row["duration_ms"] = (time.monotonic() - opened) * 1000.0
     return row
+
+
+def run_path(job: MaintenanceJob, path: Any) -> dict[str, Any]:
+    """:func:`run_one` on the partition directory ``path`` names (the column functions' row):
+    the engine's discovery tells its topic, partition and log dir. A null path, a path that is
+    not one partition directory (a log dir of several, a missing dir) gets its row with the
+    error, as a failing partition does."""
+    if path is None:
+        return {"error": "ValueError: path is null (expected a partition directory, <topic>-<partition>)"}
+    if not isinstance(path, str):
+        return {"error": f"TypeError: path must be a string naming a partition directory, not {path!r}"}
+    row: dict[str, Any] = {"path": path}
+    try:
+        found = discover(path)
+    except Exception as e:  # noqa: BLE001 - the row says what was wrong with its path
+        row["error"] = f"{type(e).__name__}: {e}"
+        return row
+    here = os.path.realpath(path)
+    if len(found) != 1 or os.path.realpath(found[0].path) != here:
+        row["error"] = (
+            f"ValueError: path {path!r} is not a partition directory (<topic>-<partition>); it holds "
+            f"{len(found)} partition directories: pass each one, or use kafkalog.spark.compact / run_retention "
+            "for a log dir"
+        )
+        return row
+    d = found[0]
+    return run_one(job, (d.topic, d.partition, os.path.abspath(path), os.path.abspath(d.log_dir)))
 
 
 def _sizes(log: UnifiedLog) -> tuple[int, int]:
