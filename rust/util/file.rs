@@ -148,7 +148,7 @@ impl DirLock {
                         let waited_ms = Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
                         return Err(Error::LogDirLocked { path, holder, waited_ms });
                     }
-                    std::thread::sleep(delay.min(timeout - elapsed));
+                    std::thread::sleep(delay.min(timeout.saturating_sub(elapsed)));
                     delay = (delay * 2).min(std::time::Duration::from_millis(50));
                 }
                 other => return other,
@@ -163,7 +163,7 @@ impl DirLock {
 /// rather than the process, with a second `LogManager` in this process too. Released on drop.
 #[derive(Debug)]
 pub struct FileLock {
-    _file: File,
+    file: File,
 }
 
 impl FileLock {
@@ -196,7 +196,7 @@ impl FileLock {
                 _ => Error::io(path, "lock", err),
             });
         }
-        Ok(FileLock { _file: file })
+        Ok(FileLock { file })
     }
 
     /// Whether `path` still names the file this lock is on. A `LogManager` and a Kafka broker
@@ -204,7 +204,7 @@ impl FileLock {
     /// deletion guards nothing: whoever creates the file anew locks another one.
     pub fn is_at(&self, path: &Path) -> bool {
         use std::os::unix::fs::MetadataExt;
-        match (self._file.metadata(), fs::metadata(path)) {
+        match (self.file.metadata(), fs::metadata(path)) {
             (Ok(held), Ok(named)) => held.dev() == named.dev() && held.ino() == named.ino(),
             _ => false,
         }

@@ -57,7 +57,8 @@ def compact_log(
     ``cleaner-offset-checkpoint`` entry. ``config``, ``wait``, ``wait_timeout``, ``roll`` and
     ``time_ms`` as for :func:`kafkalog.spark.compact`."""
     job = compact_job(config, wait, wait_timeout=wait_timeout, roll=roll, time_ms=time_ms)
-    return _column_function(job, _COMPACT_FIELDS, "compact_log")(_as_column(path_col))
+    column: Column = _column_function(job, _COMPACT_FIELDS, "compact_log")(_as_column(path_col))
+    return column
 
 
 def run_retention(
@@ -72,7 +73,8 @@ def run_retention(
     run on the partition directory each row of ``path_col`` names. Arguments as for
     :func:`kafkalog.spark.run_retention`."""
     job = retention_job(config, wait, wait_timeout=wait_timeout, cap_future_timestamps=cap_future_timestamps)
-    return _column_function(job, _RETENTION_FIELDS, "run_retention")(_as_column(path_col))
+    column: Column = _column_function(job, _RETENTION_FIELDS, "run_retention")(_as_column(path_col))
+    return column
 
 
 def _as_column(path_col: Any) -> Column:
