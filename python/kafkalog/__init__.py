@@ -19,7 +19,7 @@ from ._native import (
     probe_log_dir_lock,
 )
 from .arrow import KAFKA_SCHEMA
-from .cleaner import CleanerStats, CleanPass, CompactResult
+from .cleaner import CleanerStats, CleanPass, CompactResult, DirtyCompactResult
 from .exceptions import (
     CorruptRecordError,
     InvalidArgumentError,
@@ -58,6 +58,7 @@ __all__ = [
     "CleanerStats",
     "CleanPass",
     "CompactResult",
+    "DirtyCompactResult",
     "KAFKA_SCHEMA",
     "UnifiedLog",
     "LogManager",

@@ -17,7 +17,7 @@ import pyarrow as pa
 from . import _arguments as arg
 from . import _native
 from .arrow import KAFKA_SCHEMA, columns_to_record_batch
-from .cleaner import CompactResult
+from .cleaner import CompactResult, DirtyCompactResult
 from .exceptions import IllegalStateError, InvalidArgumentTypeError
 from .records import (
     AbortedTransaction,
@@ -320,6 +320,49 @@ class UnifiedLog:
             None if first_dirty_offset is None else arg.offset("first_dirty_offset", first_dirty_offset),
             arg.optional_integer("time_ms", time_ms, 0, arg.I64_MAX),
             arg.flag("ignore_cleanup_policy", ignore_cleanup_policy),
+        )
+
+    def compact_dirty(
+        self,
+        *,
+        dedupe_buffer_size: int = 128 * 1024 * 1024,
+        load_factor: float = 0.9,
+        io_buffer_size: int = 512 * 1024,
+        max_io_bytes_per_second: float | None = None,
+        time_ms: int | None = None,
+    ) -> DirtyCompactResult:
+        """Cleans only the dirty section, as Kafka's cleaner does, keeping its start in the log
+        dir's ``cleaner-offset-checkpoint`` (the file a LogManager's cleaner and a Kafka broker
+        keep): the partition's entry is read (none: the log start; one below the log start or
+        above the log end: the log start, with Kafka's warning), the clean runs from there as
+        :meth:`compact_now` would, and the first offset not cleaned is written back. A LogManager
+        or broker opened on the log dir later continues from it.
+
+        Skipped, with the reason in ``skipped`` (nothing changed), as Kafka's cleaner skips:
+        ``delete policy`` (``cleanup.policy`` lacks ``compact``; the file is not read),
+        ``nothing dirty`` (no cleanable segment; roll first to make the active segment
+        cleanable), ``below min.cleanable.dirty.ratio`` (the dirty ratio is not above the
+        topic's ``min.cleanable.dirty.ratio`` and no dirty segment is past
+        ``max.compaction.lag.ms``; open the log with ``min.cleanable.dirty.ratio=0`` to clean
+        whatever is dirty). An entry outside the log is rewritten even then, as Kafka does.
+
+        The entry is written under the log dir's locks: its ``flock`` (several cleans of
+        partitions of one log dir, in any process, take turns for the read-modify-write, so no
+        entry is lost) and ``.lock`` (while a LogManager or Kafka broker holds it, the file is
+        theirs: the entry is not written and ``checkpoint_error`` says why; the clean stands).
+        Written tmp + fsync + rename + directory fsync. Sizes and ``time_ms`` as for
+        :meth:`compact_now`."""
+        if self._log.managed:
+            raise IllegalStateError(
+                f"{self} belongs to a LogManager, whose cleaner keeps its cleaner-offset-checkpoint: "
+                "use LogManager.compact_now(topic, partition)"
+            )
+        return self._log.compact_dirty(
+            arg.integer("dedupe_buffer_size", dedupe_buffer_size, 1, arg.I64_MAX),
+            arg.number("load_factor", load_factor),
+            arg.integer("io_buffer_size", io_buffer_size, 2, arg.I32_MAX),
+            None if max_io_bytes_per_second is None else arg.number("max_io_bytes_per_second", max_io_bytes_per_second),
+            arg.optional_integer("time_ms", time_ms, 0, arg.I64_MAX),
         )
 
     @property

@@ -135,6 +135,11 @@ impl Compactor {
         result
     }
 
+    /// The compactor clock's time, in milliseconds (a clean's default "now").
+    pub fn now_ms(&self) -> i64 {
+        self.clock.milliseconds()
+    }
+
     /// A cleaner with the configured sizes and a map from the pool.
     ///
     /// # Errors

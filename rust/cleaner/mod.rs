@@ -8,6 +8,8 @@
 //!   recopies every segment below the map's end into `.cleaned` segments and swaps them in);
 //! - [`compact`]: a log's whole cleanable range, pass after pass (`compact_log`);
 //! - [`compactor`]: on-demand compaction with a `CleanerConfig`'s sizes and a pool of idle maps;
+//! - [`dirty_clean`]: an on-demand clean of the dirty section only, from and to the log dir's
+//!   `cleaner-offset-checkpoint`, skipped (with the reason) when Kafka's cleaner would skip it;
 //! - [`filter`]: the per-batch and per-record retention rules (`MemoryRecords.filterTo` with the
 //!   cleaner's `RecordFilter`);
 //! - [`log_to_clean`]: a log's clean / cleanable / uncleanable byte accounting;
@@ -23,6 +25,7 @@ pub mod cleaner_stats;
 pub mod cleaner_status;
 pub mod compact;
 pub mod compactor;
+pub mod dirty_clean;
 pub mod filter;
 mod io_buffers;
 pub mod log_cleaner;
@@ -42,6 +45,7 @@ pub use cleaner_stats::CleanerStats;
 pub use cleaner_status::{CleanerPartitionStatus, StatusFilter};
 pub use compact::{compact_log, CleanPass, CompactOptions, CompactResult};
 pub use compactor::{Compactor, OffsetMapPool};
+pub use dirty_clean::{compact_dirty, DirtyClean, SkipReason};
 pub use log_cleaner::{CleanOutcome, CleanStatus, CleanerMetrics, LogCleaner, LogCleanerContext};
 pub use log_cleaner_manager::{LogCleanerManager, LogCleaningState, PreCleanStats};
 pub use log_to_clean::LogToClean;

@@ -1,6 +1,6 @@
 //! The cleaner's results as Python sees them: `kafkalog.CleanerStats` (its fields are the
-//! engine's list, `cleaner_stats_fields!`, written once), `CleanPass` and `CompactResult`,
-//! frozen classes that pickle (Spark ships them back to the driver).
+//! engine's list, `cleaner_stats_fields!`, written once), `CleanPass`, `CompactResult` and
+//! `DirtyCompactResult`, frozen classes that pickle (Spark ships them back to the driver).
 
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -121,6 +121,51 @@ impl CompactResult {
             first_uncleanable_offset: r.first_uncleanable_offset,
             end_offset: r.end_offset,
             stats: CleanerStats::py(py, &r.stats)?,
+        })
+    }
+}
+
+py_result! { record
+    /// What `UnifiedLog.compact_dirty` did: the partition's `cleaner-offset-checkpoint` entry
+    /// read, the dirty section, the clean or why there was none, and the entry written back.
+    #[module = "kafkalog"]
+    pub struct DirtyCompactResult {
+        /// The entry before the clean (None: no file or no entry).
+        checkpoint: Option<i64> = None,
+        /// Where the dirty section started (the entry healed into the log's range).
+        first_dirty_offset: i64 = 0,
+        /// Where the cleanable range ended.
+        first_uncleanable_offset: i64 = 0,
+        /// Cleanable bytes over clean + cleanable bytes (Kafka's dirty ratio).
+        cleanable_ratio: f64 = 0.0,
+        /// The clean, when one ran.
+        result: Option<Py<CompactResult>> = None,
+        /// Why no clean ran: starts with "delete policy", "nothing dirty" or "below
+        /// min.cleanable.dirty.ratio".
+        skipped: Option<String> = None,
+        /// The entry written back, when one was.
+        checkpoint_written: Option<i64> = None,
+        /// Why the entry could not be written (the clean stands; the next starts from the old entry).
+        checkpoint_error: Option<String> = None,
+    }
+}
+
+impl DirtyCompactResult {
+    /// `outcome` for Python; `name` labels the passes' summaries.
+    pub(crate) fn new(py: Python<'_>, outcome: &cleaner::DirtyClean, name: &str) -> PyResult<Self> {
+        let result = match &outcome.result {
+            Some(r) => Some(Py::new(py, CompactResult::new(py, r, 0, name)?)?),
+            None => None,
+        };
+        Ok(DirtyCompactResult {
+            checkpoint: outcome.checkpoint,
+            first_dirty_offset: outcome.first_dirty_offset,
+            first_uncleanable_offset: outcome.first_uncleanable_offset,
+            cleanable_ratio: outcome.cleanable_ratio,
+            result,
+            skipped: outcome.skipped.as_ref().map(ToString::to_string),
+            checkpoint_written: outcome.checkpoint_written,
+            checkpoint_error: outcome.checkpoint_error.as_ref().map(ToString::to_string),
         })
     }
 }

@@ -9,7 +9,7 @@ use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use super::arrow::{timestamp_type_id, ArrowColumns, KafkaColumns};
-use super::cleaner::CompactResult;
+use super::cleaner::{CompactResult, DirtyCompactResult};
 use super::decode;
 use super::errors::{run, to_py_err};
 use super::records::{
@@ -17,7 +17,7 @@ use super::records::{
     ReadResult, RetentionResult, SegmentInfo, TimestampAndOffset,
 };
 use crate::checkpoint::partition_metadata::TopicId;
-use crate::cleaner::{CompactOptions, Compactor};
+use crate::cleaner::{compact_dirty, CompactOptions, Compactor};
 use crate::config::CleanerConfig;
 use crate::config::LogConfig;
 use crate::error::Error;
@@ -478,23 +478,54 @@ impl PyUnifiedLog {
         time_ms: Option<i64>,
         ignore_cleanup_policy: bool,
     ) -> PyResult<CompactResult> {
-        let io_buffer_size = i32::try_from(io_buffer_size).map_err(|_| {
-            let rule = crate::cleaner::compactor::IO_BUFFER_SIZE_RANGE;
-            to_py_err(py, Error::invalid_config("log.cleaner.io.buffer.size", io_buffer_size, rule))
-        })?;
-        let config = CleanerConfig {
-            dedupe_buffer_size,
-            dedupe_buffer_load_factor: load_factor,
-            io_buffer_size,
-            max_io_bytes_per_second: max_io_bytes_per_second.unwrap_or(f64::MAX),
-            ..CleanerConfig::default()
-        };
-        let compactor = Compactor::new(config, Arc::new(SystemClock));
+        let compactor =
+            on_demand_compactor(py, dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second)?;
         let options = CompactOptions { first_dirty_offset, now_ms: time_ms };
         let log = self.inner.clone();
         let result = run(py, move || compactor.compact(&log, &options, ignore_cleanup_policy))?;
         CompactResult::new(py, &result, 0, &self.inner.topic_partition().to_string())
     }
+
+    /// Cleans the dirty section only, from and to the log dir's `cleaner-offset-checkpoint`
+    /// (`cleaner::dirty_clean`), or says why not.
+    #[pyo3(signature = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, time_ms))]
+    fn compact_dirty(
+        &self,
+        py: Python<'_>,
+        dedupe_buffer_size: i64,
+        load_factor: f64,
+        io_buffer_size: i64,
+        max_io_bytes_per_second: Option<f64>,
+        time_ms: Option<i64>,
+    ) -> PyResult<DirtyCompactResult> {
+        let compactor =
+            on_demand_compactor(py, dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second)?;
+        let log = self.inner.clone();
+        let outcome = run(py, move || compact_dirty(&compactor, &log, time_ms))?;
+        DirtyCompactResult::new(py, &outcome, &self.inner.topic_partition().to_string())
+    }
+}
+
+/// A compactor with an on-demand clean's sizes (`log.cleaner.*`; checked when it cleans).
+fn on_demand_compactor(
+    py: Python<'_>,
+    dedupe_buffer_size: i64,
+    load_factor: f64,
+    io_buffer_size: i64,
+    max_io_bytes_per_second: Option<f64>,
+) -> PyResult<Compactor> {
+    let io_buffer_size = i32::try_from(io_buffer_size).map_err(|_| {
+        let rule = crate::cleaner::compactor::IO_BUFFER_SIZE_RANGE;
+        to_py_err(py, Error::invalid_config("log.cleaner.io.buffer.size", io_buffer_size, rule))
+    })?;
+    let config = CleanerConfig {
+        dedupe_buffer_size,
+        dedupe_buffer_load_factor: load_factor,
+        io_buffer_size,
+        max_io_bytes_per_second: max_io_bytes_per_second.unwrap_or(f64::MAX),
+        ..CleanerConfig::default()
+    };
+    Ok(Compactor::new(config, Arc::new(SystemClock)))
 }
 
 /// A read's aborted transactions as a Python list, or None when the read returns none.

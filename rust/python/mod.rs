@@ -38,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<cleaner::CleanerStats>()?;
     m.add_class::<cleaner::CleanPass>()?;
     m.add_class::<cleaner::CompactResult>()?;
+    m.add_class::<cleaner::DirtyCompactResult>()?;
     m.add_class::<records::AppendInfo>()?;
     m.add_class::<records::SegmentInfo>()?;
     m.add_class::<records::ConsumerRecord>()?;

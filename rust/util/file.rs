@@ -127,6 +127,34 @@ impl DirLock {
         }
         Ok(DirLock { _file: file })
     }
+
+    /// Takes the lock, waiting while someone else holds it: tries again at growing intervals
+    /// (1 ms doubling up to 50 ms), calling `on_wait` once when it first finds the lock held.
+    /// For locks held only for a moment (a checkpoint's read-modify-write); `LogDirLocked`
+    /// with the time waited when it is still held after `timeout`.
+    pub fn lock_waiting(dir: &Path, timeout: std::time::Duration, on_wait: &dyn Fn()) -> Result<Self> {
+        let start = std::time::Instant::now();
+        let mut delay = std::time::Duration::from_millis(1);
+        let mut waited = false;
+        loop {
+            match Self::try_lock(dir) {
+                Err(Error::LogDirLocked { path, holder, .. }) => {
+                    if !waited {
+                        waited = true;
+                        on_wait();
+                    }
+                    let elapsed = start.elapsed();
+                    if elapsed >= timeout {
+                        let waited_ms = Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+                        return Err(Error::LogDirLocked { path, holder, waited_ms });
+                    }
+                    std::thread::sleep(delay.min(timeout.saturating_sub(elapsed)));
+                    delay = (delay * 2).min(std::time::Duration::from_millis(50));
+                }
+                other => return other,
+            }
+        }
+    }
 }
 
 /// Kafka's `FileLock` on a log dir's `.lock` file: an exclusive POSIX record lock taken with
@@ -135,7 +163,7 @@ impl DirLock {
 /// rather than the process, with a second `LogManager` in this process too. Released on drop.
 #[derive(Debug)]
 pub struct FileLock {
-    _file: File,
+    file: File,
 }
 
 impl FileLock {
@@ -168,7 +196,18 @@ impl FileLock {
                 _ => Error::io(path, "lock", err),
             });
         }
-        Ok(FileLock { _file: file })
+        Ok(FileLock { file })
+    }
+
+    /// Whether `path` still names the file this lock is on. A `LogManager` and a Kafka broker
+    /// delete `.lock` when they close, so a lock taken on a file opened just before that
+    /// deletion guards nothing: whoever creates the file anew locks another one.
+    pub fn is_at(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (self.file.metadata(), fs::metadata(path)) {
+            (Ok(held), Ok(named)) => held.dev() == named.dev() && held.ino() == named.ino(),
+            _ => false,
+        }
     }
 
     /// Tests whether another open file holds a lock on `path` that [`FileLock::try_lock`] would

@@ -13,6 +13,7 @@
 //! - `fuzz`: `fuzz_*` targets for the batch decoder and log loading (`make fuzz` runs them long);
 //! - `fault`: disk failures (EIO, ENOSPC, failed fsync) through the fault-injection seam;
 //! - `log_manager`: several log dirs, restarts, the scheduler, a failing dir;
+//! - `dirty_clean`: on-demand cleans of the dirty section, kept in `cleaner-offset-checkpoint`;
 //! - `log_cleaner_manager`: the cleaner's partition states and checkpoints (Kafka's
 //!   `LogCleanerManagerTest`);
 //! - `cleaner_pass_two`: pass 2 using what pass 1 learned (whole batches kept or dropped undecoded);
@@ -26,6 +27,7 @@ mod arguments;
 mod cleaner_pass_two;
 mod cleaner_threads;
 mod common;
+mod dirty_clean;
 mod fault;
 mod fuzz;
 mod leader_epoch;

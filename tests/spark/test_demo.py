@@ -51,7 +51,7 @@ def latest(data: Path) -> tuple[dict[bytes, bytes | None], dict[bytes, bytes | N
     expected = {k.encode(): None if v is None else v.encode() for k, v in zip(inp["key"], inp["value"])}
     actual: dict[bytes, bytes | None] = {}
     where: dict[bytes, str] = {}
-    for path in sorted((data / "logs").iterdir()):
+    for path in sorted(p for p in (data / "logs").iterdir() if p.is_dir()):  # not .lock, the checkpoint
         with kafkalog.UnifiedLog.open(path, read_only=True) as log:
             table = log.to_arrow()
         for key, value in zip(table["key"].to_pylist(), table["value"].to_pylist()):
@@ -84,7 +84,7 @@ def test_fresh_run_verifies_and_its_numbers_agree(fresh):
     assert sum(x.total for _, x in s.sections_after) == s.bytes_after
     assert all(x.clean == 0 and x.dirty > 0 and x.uncleanable > 0 for _, x in s.sections_before)
     assert all(x.clean > 0 and x.dirty == 0 and x.uncleanable > 0 for _, x in s.sections_after)
-    assert sorted(p.name for p in (data / "logs").iterdir()) == ["customers-0", "customers-1", "customers-2"]
+    assert sorted(p.name for p in (data / "logs").iterdir() if p.is_dir()) == ["customers-0", "customers-1", "customers-2"]
     assert_topic_matches_input(data)
     expected, _, _ = latest(data)
     assert len(expected) == v.keys

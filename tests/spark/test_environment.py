@@ -99,3 +99,10 @@ def test_a_session_running_another_spark_is_refused(version: str) -> None:
 
     with pytest.raises(SparkUnavailableError, match=rf"but the session runs Spark {version}: run on a Spark 4\.2\+"):
         kafkalog.spark.register(Session())  # type: ignore[arg-type]
+
+
+def test_the_column_functions_name_the_fix_without_pyspark(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    monkeypatch.delitem(sys.modules, "kafkalog.spark.functions", raising=False)
+    with pytest.raises(SparkUnavailableError, match=r"pip install 'kafkalog\[spark\]'"):
+        import kafkalog.spark.functions  # noqa: F401

@@ -2,8 +2,10 @@
 
 The distributed job must leave every partition exactly as the same clean (or retention) run
 directly on the partition leaves a copy of it: the same records at the same offsets, the same
-segments, the same bytes in every ``.log`` file. It refuses partitions a LogManager (or another
-writer) holds, waits for them when asked, and names a bad argument.
+segments, the same bytes in every ``.log`` file. It cleans only what is dirty (the log dir's
+cleaner-offset-checkpoint, which a LogManager then continues from), skips partitions a
+LogManager (or another writer) holds saying why, waits for them when asked, and names a bad
+argument.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ CONFIG = {
     "internal.segment.bytes": "4096",
     "delete.retention.ms": str(DELETE_RETENTION_MS),
     "min.compaction.lag.ms": "0",
+    "min.cleanable.dirty.ratio": "0",
 }
 CODECS = ["none", "gzip", "lz4", "zstd"]
 DAY_MS = 24 * 3600 * 1000
@@ -48,6 +51,15 @@ def write_keyed(path: Path, seed: int, codec: str, *, batches: int = 60, keys: i
                 headers = (("source", b"test"), ("n", None)) if rng.random() < 0.3 else ()
                 records.append(Record(key, value, headers, timestamp=T0 + 10 * b + i))
             log.append(records, compression=codec, batch_size=rng.choice([120, 400, 2000]))
+
+
+def append_keyed(path: Path, seed: int, batches: int) -> int:
+    """Appends ``batches`` one-record batches of fresh keys and rolls; returns the records added."""
+    with kafkalog.UnifiedLog.open(path, {**CONFIG, "cleanup.policy": "compact"}) as log:
+        for b in range(batches):
+            log.append([Record(b"new-%d-%d" % (seed, b), b"v" * 50, timestamp=T0 + 5_000 + b)])
+        log.roll()
+    return batches
 
 
 def write_timed(path: Path, seed: int, *, old_batches: int, new_batches: int) -> None:
@@ -92,9 +104,11 @@ def by_partition(df) -> dict[tuple[str, int], dict]:
 
 def test_distributed_compact_equals_compact_now_on_each_copy(spark, tmp_path):
     """Four partitions (one codec each) compacted by the job equal copies compacted one by one
-    with UnifiedLog.compact_now, over two rounds: the first stamps tombstone horizons, the
-    second (past delete.retention.ms) removes the tombstones. A topic left out by ``topics``
-    is untouched."""
+    with UnifiedLog.compact_dirty (each in its own log dir, so each keeps its own
+    cleaner-offset-checkpoint), over two rounds: the first stamps tombstone horizons, the
+    second (past delete.retention.ms, after new records of other keys) removes the tombstones
+    the first left. Both roll first, so each round cleans up to the log end. A topic left out
+    by ``topics`` is untouched."""
     data, expected = tmp_path / "data", tmp_path / "expected"
     for p, codec in enumerate(CODECS):
         write_keyed(data / f"users-{p}", seed=p, codec=codec)
@@ -105,17 +119,24 @@ def test_distributed_compact_equals_compact_now_on_each_copy(spark, tmp_path):
     for round_, now in enumerate([T0 + 100_000, T0 + 100_000 + DELETE_RETENTION_MS + 1]):
         want = {}
         for p in range(len(CODECS)):
+            if round_ == 1:
+                append_keyed(data / f"users-{p}", p, 12)
+                append_keyed(expected / f"users-{p}", p, 12)
             with kafkalog.UnifiedLog.open(expected / f"users-{p}", {**CONFIG, "cleanup.policy": "compact"}) as log:
-                result = log.compact_now(time_ms=now)
-            want[p] = (contents(expected / f"users-{p}"), result)
+                if log.segments[-1].size > 0:
+                    log.roll()
+                outcome = log.compact_dirty(time_ms=now)
+            assert outcome.skipped is None and outcome.result is not None
+            want[p] = (contents(expected / f"users-{p}"), outcome.result)
 
-        df = compact(spark, str(data), topics="users", config=CONFIG, time_ms=now)
+        df = compact(spark, str(data), topics="users", config=CONFIG, roll=True, time_ms=now)
         got = by_partition(df)
         assert sorted(got) == [("users", p) for p in range(len(CODECS))]
         for p in range(len(CODECS)):
             row, (want_contents, result) = got[("users", p)], want[p]
-            assert row["error"] is None
+            assert row["error"] is None and row["skipped"] is None
             assert contents(data / f"users-{p}") == want_contents, f"users-{p}, round {round_}"
+            assert row["first_dirty_offset"] == result.first_dirty_offset
             assert row["passes"] == len(result.passes) >= 1
             assert row["cleaned_to_offset"] == result.end_offset
             assert row["messages_written"] == result.stats.messages_written
@@ -167,8 +188,8 @@ def test_two_concurrent_jobs_on_one_partition_clean_one_at_a_time(spark, tmp_pat
     shutil.copytree(data, expected)
     now = T0 + 100_000
     with kafkalog.UnifiedLog.open(expected / "users-0", {**CONFIG, "cleanup.policy": "compact"}) as log:
-        log.compact_now(time_ms=now)
-        log.compact_now(time_ms=now)
+        log.compact_dirty(time_ms=now)
+        assert log.compact_dirty(time_ms=now).skipped.startswith("nothing dirty: ")
     want = contents(expected / "users-0")
 
     opened = "compact.opened.users-0"
@@ -200,7 +221,10 @@ def test_two_concurrent_jobs_on_one_partition_clean_one_at_a_time(spark, tmp_pat
         (opened, second),  # the release let the first go; the second passes the same point at once
         ("compact.done.users-0", second),
     ]
-    assert results[0]["passes"] >= 1 and results[1]["passes"] >= 1
+    # The second found the first's checkpoint: nothing left to clean.
+    assert results[0]["passes"] >= 1 and results[0]["skipped"] is None
+    assert results[1]["passes"] == 0 and results[1]["skipped"].startswith("nothing dirty: ")
+    assert results[1]["first_dirty_offset"] == results[1]["checkpoint"] == results[0]["cleaned_to_offset"]
     assert contents(data / "users-0") == want
 
 
@@ -249,13 +273,14 @@ def test_partitions_of_a_running_log_manager_are_refused_or_waited_for(spark, tm
         segments_before = {p: contents(data / f"users-{p}")["segments"] for p in range(2)}
         rows = by_partition(compact(spark, data, config=CONFIG))
         for p in range(2):
-            error = rows[("users", p)]["error"]
-            assert error.startswith("LogDirLockedError: ") and "running LogManager" in error and "wait=True" in error
-            assert rows[("users", p)]["bytes_after"] is None
+            skipped = rows[("users", p)]["skipped"]
+            assert skipped.startswith("locked: ") and "running LogManager" in skipped and "wait=True" in skipped
+            assert rows[("users", p)]["error"] is None and rows[("users", p)]["bytes_after"] is None
             assert contents(data / f"users-{p}")["segments"] == segments_before[p]
 
         rows = by_partition(compact(spark, data, config=CONFIG, wait=True, wait_timeout=0.5))
-        assert all("still locked after waiting 0.5 s" in r["error"] for r in rows.values())
+        assert all(r["skipped"].startswith("locked: ") and r["error"] is None for r in rows.values())
+        assert all("still locked after waiting 0.5 s" in r["skipped"] for r in rows.values())
 
         # wait=True without a timeout: both tasks wait (the seam says so), the manager closes,
         # then both clean.
@@ -311,8 +336,8 @@ def test_a_partition_held_by_another_writer_is_refused_and_the_others_are_cleane
     with kafkalog.UnifiedLog.open(tmp_path / "users-1", {**CONFIG, "cleanup.policy": "compact"}):
         rows = by_partition(compact(spark, tmp_path, config=CONFIG))
     assert rows[("users", 0)]["error"] is None and rows[("users", 0)]["passes"] >= 1
-    error = rows[("users", 1)]["error"]
-    assert error.startswith("LogDirLockedError: ") and "locked by another writer" in error
+    skipped, error = rows[("users", 1)]["skipped"], rows[("users", 1)]["error"]
+    assert error is None and skipped.startswith("locked: ") and "locked by another writer" in skipped
 
 
 # -- arguments ------------------------------------------------------------------------------
@@ -336,7 +361,6 @@ def one_partition(tmp_path):
         (compact, {"topics": [1]}, TypeError, ["topics", "[1]"]),
         (compact, {"config": {"segment.bytes": "big"}}, ValueError, ["config", "segment.bytes", "big"]),
         (compact, {"config": {"no.such.key": "1"}}, ValueError, ["config", "no.such.key"]),
-        (compact, {"config": {"cleanup.policy": "delete"}}, ValueError, ["config", "cleanup.policy", "delete"]),
         (compact, {"config": {"log.cleaner.dedupe.buffer.size": "lots"}}, ValueError, ["log.cleaner.dedupe.buffer.size", "lots"]),
         (compact, {"config": "retention.ms=1"}, TypeError, ["config", "retention.ms=1"]),
         (compact, {"wait": "yes"}, TypeError, ["wait", "yes"]),

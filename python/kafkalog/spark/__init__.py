@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from .maintenance import COMPACT_SCHEMA, RETENTION_SCHEMA, compact, run_retention
+    from .maintenance import COMPACT_SCHEMA, RETENTION_SCHEMA, SKIPPED_REASONS, compact, run_retention
 
-__all__ = ["register", "SOURCE_NAME", "compact", "run_retention", "COMPACT_SCHEMA", "RETENTION_SCHEMA"]
+__all__ = ["register", "SOURCE_NAME", "compact", "run_retention", "COMPACT_SCHEMA", "RETENTION_SCHEMA", "SKIPPED_REASONS"]
 
-_MAINTENANCE = frozenset({"compact", "run_retention", "COMPACT_SCHEMA", "RETENTION_SCHEMA"})
+_MAINTENANCE = frozenset({"compact", "run_retention", "COMPACT_SCHEMA", "RETENTION_SCHEMA", "SKIPPED_REASONS"})
 
 #: The format name: ``spark.read.format("kafkalog")``.
 SOURCE_NAME = "kafkalog"

@@ -8,9 +8,12 @@ file system, or ``local[*]``); Spark spreads the partitions over its executors, 
 scales past one machine.
 
 Both jobs run eagerly (the logs change when the call returns) and return a small DataFrame of
-per-partition results. A partition that fails (locked, corrupt, I/O error) gets its error in
-the ``error`` column while the others go on; only bad arguments fail the call, with an error
-naming the argument and its value.
+per-partition results. A partition that fails (corrupt, I/O error) gets its error in the
+``error`` column while the others go on; one left alone says why in the ``skipped`` column
+(locked, and for :func:`compact` a delete policy, nothing dirty, or a dirty ratio below
+``min.cleanable.dirty.ratio``). Only bad arguments fail the call, with an error naming the
+argument and its value. The same per-partition work is offered as column functions in
+:mod:`kafkalog.spark.functions`.
 
 Locks, and why two cleans never meet on one partition:
 
@@ -28,7 +31,14 @@ cleaner's broker keys are read by the engine's key table
 (:func:`kafkalog.on_demand_cleaner_config`).
 
 With ``wait=True`` a task waits (polling, up to ``wait_timeout`` seconds; None = forever) until
-both locks are free instead of failing.
+both locks are free instead of skipping the partition.
+
+:func:`compact` cleans only what is dirty: it reads and writes the log dir's
+``cleaner-offset-checkpoint`` as Kafka's cleaner does. Tasks cleaning partitions of one log dir
+at the same time update that one file in turns (an exclusive ``flock`` on the log dir, held
+for the read-modify-write only, so no task writes from a copy that lacks another's entry),
+and only while no LogManager or broker holds ``.lock`` (they own the file then; the task takes
+``.lock`` itself for the write, so neither can start in the middle of it).
 
 Kafka keeps topic configs in the cluster metadata and kafkalog does not persist them, so a
 partition dir carries none: pass them in ``config`` (Kafka's key names). They apply to every
@@ -40,7 +50,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import pyarrow as pa
@@ -57,18 +67,22 @@ from ..cleaner import CleanerStats
 from ..exceptions import InvalidConfigError
 from ..log import _config_pairs
 from ..testing import maintenance_seam
-from .maintenance_tasks import MaintenanceJob, run_one
+from .maintenance_tasks import COMPACT_STATS_COLUMNS, MaintenanceJob, run_one
 
-__all__ = ["compact", "run_retention", "COMPACT_SCHEMA", "RETENTION_SCHEMA"]
+__all__ = ["compact", "run_retention", "COMPACT_SCHEMA", "RETENTION_SCHEMA", "SKIPPED_REASONS"]
 
 _LONG, _INT, _STR, _DOUBLE = ("long", pa.int64()), ("int", pa.int32()), ("string", pa.string()), ("double", pa.float64())
 
 _COMMON_HEAD = [("topic", _STR), ("partition", _INT), ("path", _STR)]
 _SIZES = [("bytes_before", _LONG), ("bytes_after", _LONG), ("records_before", _LONG), ("records_after", _LONG)]
-_COMMON_TAIL = [("waited_ms", _DOUBLE), ("duration_ms", _DOUBLE), ("error", _STR)]
+_COMMON_TAIL = [("waited_ms", _DOUBLE), ("duration_ms", _DOUBLE), ("skipped", _STR), ("error", _STR)]
 
-#: The CleanerStats counters a compact row reports (the clean's totals).
-COMPACT_STATS_COLUMNS = ("messages_read", "messages_written", "tombstones_removed")
+
+#: How a ``skipped`` value starts (then ``: `` and the numbers behind it): the partition's log
+#: has no ``compact`` in its ``cleanup.policy``; nothing cleanable between the first dirty and the
+#: first uncleanable offset; the dirty ratio is not above ``min.cleanable.dirty.ratio``; a
+#: LogManager, Kafka broker or another writer holds the partition.
+SKIPPED_REASONS = ("delete policy", "nothing dirty", "below min.cleanable.dirty.ratio", "locked")
 
 
 def _stats_fields(names: tuple[str, ...]) -> list[tuple[str, tuple[str, Any]]]:
@@ -85,6 +99,7 @@ _COMPACT_FIELDS = [
     *_COMMON_HEAD,
     *_SIZES,
     ("passes", _INT),
+    ("checkpoint", _LONG),
     ("first_dirty_offset", _LONG),
     ("cleaned_to_offset", _LONG),
     ("first_uncleanable_offset", _LONG),
@@ -113,13 +128,18 @@ def _arrow(fields: list[tuple[str, tuple[str, Any]]]) -> pa.Schema:
 
 #: The columns :func:`compact` returns, one row per partition. ``bytes_*`` are the partition's
 #: segment bytes, ``records_*`` the records in its batches (control records included);
-#: ``passes`` counts the offset-map passes; ``cleaned_to_offset`` is the first offset not
-#: cleaned; ``waited_ms`` the time spent waiting for the locks, ``duration_ms`` the time from
-#: the open to the close of the log.
+#: ``passes`` counts the offset-map passes; ``checkpoint`` is the partition's entry in its log
+#: dir's ``cleaner-offset-checkpoint`` before the clean (null: none), ``first_dirty_offset``
+#: where the clean started (that entry healed into the log), ``cleaned_to_offset`` the first
+#: offset not cleaned (the entry written back); ``waited_ms`` the time spent waiting for the
+#: locks, ``duration_ms`` the time from the open to the close of the log; ``skipped`` why the
+#: partition was not cleaned (starting with one of :data:`SKIPPED_REASONS`; ``error`` is null
+#: then), null when it was; ``error`` what failed.
 COMPACT_SCHEMA = _ddl(_COMPACT_FIELDS)
 #: The columns :func:`run_retention` returns, one row per partition. ``reasons`` counts the
 #: deleted segments per check (``retention_ms:3,log_start_offset:1``); ``warnings`` lists the
-#: segments whose timestamps lie in the future.
+#: segments whose timestamps lie in the future; ``skipped`` is ``locked: ...`` for a partition
+#: another process holds, as for :func:`compact`.
 RETENTION_SCHEMA = _ddl(_RETENTION_FIELDS)
 
 
@@ -216,12 +236,9 @@ def _split_config(config: Any, op: str) -> tuple[dict[str, str], dict[str, Any]]
             topic[key] = _config_value(value)
     cleaner = _cleaner_sizes(cleaner_keys)
     if op == "compact":
-        policy = topic.setdefault("cleanup.policy", "compact")
-        if "compact" not in [p.strip() for p in policy.split(",")]:
-            raise ValueError(
-                f"config: cleanup.policy={policy!r} does not include compact; compacting would drop records "
-                "the topic keeps (leave cleanup.policy out, or include compact)"
-            )
+        # A policy without compact is not refused here: each partition is skipped ("delete
+        # policy"), as Kafka's cleaner leaves such a log alone.
+        topic.setdefault("cleanup.policy", "compact")
     # The engine's topic table checks every key and value now, so a bad one fails the call,
     # naming it, before any task runs.
     try:
@@ -249,9 +266,12 @@ def _cleaner_sizes(keys: list[tuple[str, str]]) -> dict[str, Any]:
     }
 
 
-def _check_common(spark: Any, wait: Any, wait_timeout: Any) -> None:
+def _check_spark(spark: Any) -> None:
     if not hasattr(spark, "range") or not hasattr(spark, "createDataFrame"):
         raise TypeError(f"spark must be a SparkSession, not {spark!r}")
+
+
+def _check_wait(wait: Any, wait_timeout: Any) -> None:
     if not isinstance(wait, bool):
         raise TypeError(f"wait must be True or False, not {wait!r}")
     if wait_timeout is not None and (
@@ -289,22 +309,73 @@ def compact(
 
     Like Kafka, the cleaner never touches the active segment; ``roll=True`` rolls each log first
     so that everything up to its end is cleaned. ``time_ms`` is the clean's "now" (tombstone
-    horizons, ``min.compaction.lag.ms``), for reproducible runs; default the clock.
+    horizons, ``min.compaction.lag.ms``, ``max.compaction.lag.ms``), for reproducible runs;
+    default the clock.
 
-    The cleaned range starts at each log's start offset: a standalone partition has no
-    ``cleaner-offset-checkpoint`` (a LogManager's cleaner keeps one; it is neither read nor
-    written here, and heals itself at the manager's next start)."""
-    _check_common(spark, wait, wait_timeout)
+    Only what is dirty is cleaned, as Kafka's cleaner does (:meth:`kafkalog.UnifiedLog.compact_dirty`
+    per partition): each partition's entry in its log dir's ``cleaner-offset-checkpoint`` is
+    where the clean starts (none: the log start; one outside the log: the log start, with
+    Kafka's warning), and the first offset not cleaned is written back, so a periodic job's cost
+    grows with the new data, not with the log; a LogManager or Kafka broker opened on the log
+    dir later continues from the file. Tasks cleaning partitions of one log dir at once take
+    turns for the file's read-modify-write (a ``flock`` on the log dir), so none loses
+    another's entry; the file is written tmp + fsync + rename + directory fsync, under the log
+    dir's ``.lock``. If a LogManager or broker takes the log dir during the clean, the entry is
+    not written (the file is theirs), and ``error`` says so beside the clean's numbers.
+
+    Kafka's choice of what to clean holds: a partition whose dirty ratio is not above the
+    topic's ``min.cleanable.dirty.ratio`` (Kafka's default 0.5), with no dirty segment past
+    ``max.compaction.lag.ms``, is skipped, as are a partition with nothing dirty and one whose
+    ``cleanup.policy`` lacks ``compact``; ``skipped`` says which (:data:`SKIPPED_REASONS`), and
+    ``error`` is null. Pass ``config={"min.cleanable.dirty.ratio": 0}`` to clean whatever is
+    dirty. A partition another process holds is skipped as ``locked`` (with ``wait=True``, once
+    ``wait_timeout`` has passed)."""
+    _check_spark(spark)
+    job = compact_job(config, wait, wait_timeout=wait_timeout, roll=roll, time_ms=time_ms)
+    partitions = _filter_topics(_discover(path), topics, path)
+    return _run_job(spark, replace(job, partitions=_job_partitions(partitions)), _COMPACT_FIELDS)
+
+
+def compact_job(
+    config: Mapping[str, Any] | None,
+    wait: Any,
+    *,
+    wait_timeout: Any = None,
+    roll: Any = False,
+    time_ms: Any = None,
+) -> MaintenanceJob:
+    """The :class:`MaintenanceJob` of a compaction (no partitions yet), its arguments checked
+    as :func:`compact` documents them. Shared by :func:`compact` and
+    :func:`kafkalog.spark.functions.compact_log`."""
+    _check_wait(wait, wait_timeout)
     if not isinstance(roll, bool):
         raise TypeError(f"roll must be True or False, not {roll!r}")
     if time_ms is not None and (isinstance(time_ms, bool) or not isinstance(time_ms, int) or time_ms < 0):
         raise ValueError(f"time_ms must be None or a timestamp in ms >= 0, not {time_ms!r}")
     topic_config, cleaner = _split_config(config, "compact")
-    partitions = _filter_topics(_discover(path), topics, path)
-    job = MaintenanceJob(
-        "compact", _job_partitions(partitions), topic_config, cleaner, wait, wait_timeout, roll=roll, time_ms=time_ms, test_seam=maintenance_seam()
+    return MaintenanceJob(
+        "compact", [], topic_config, cleaner, wait, wait_timeout, roll=roll, time_ms=time_ms, test_seam=maintenance_seam()
     )
-    return _run_job(spark, job, _COMPACT_FIELDS)
+
+
+def retention_job(
+    config: Mapping[str, Any] | None,
+    wait: Any,
+    *,
+    wait_timeout: Any = None,
+    cap_future_timestamps: Any = False,
+) -> MaintenanceJob:
+    """The :class:`MaintenanceJob` of a retention run (no partitions yet), its arguments
+    checked as :func:`run_retention` documents them. Shared by :func:`run_retention` and
+    :func:`kafkalog.spark.functions.run_retention`."""
+    _check_wait(wait, wait_timeout)
+    if not isinstance(cap_future_timestamps, bool):
+        raise TypeError(f"cap_future_timestamps must be True or False, not {cap_future_timestamps!r}")
+    topic_config, _ = _split_config(config, "retention")
+    return MaintenanceJob(
+        "retention", [], topic_config, wait=wait, wait_timeout=wait_timeout,
+        cap_future_timestamps=cap_future_timestamps, test_seam=maintenance_seam(),
+    )
 
 
 def run_retention(
@@ -328,16 +399,10 @@ def run_retention(
     when the log closes if ``file.delete.delay.ms`` has passed by then; otherwise the next
     writable open of the partition unlinks them. ``cap_future_timestamps`` (kafkalog's opt-in)
     judges a segment with future timestamps by its file's modification time."""
-    _check_common(spark, wait, wait_timeout)
-    if not isinstance(cap_future_timestamps, bool):
-        raise TypeError(f"cap_future_timestamps must be True or False, not {cap_future_timestamps!r}")
-    topic_config, _ = _split_config(config, "retention")
+    _check_spark(spark)
+    job = retention_job(config, wait, wait_timeout=wait_timeout, cap_future_timestamps=cap_future_timestamps)
     partitions = _filter_topics(_discover(path), topics, path)
-    job = MaintenanceJob(
-        "retention", _job_partitions(partitions), topic_config, wait=wait, wait_timeout=wait_timeout,
-        cap_future_timestamps=cap_future_timestamps, test_seam=maintenance_seam(),
-    )
-    return _run_job(spark, job, _RETENTION_FIELDS)
+    return _run_job(spark, replace(job, partitions=_job_partitions(partitions)), _RETENTION_FIELDS)
 
 
 def _job_partitions(partitions: list[DiscoveredPartition]) -> list[tuple[str, int, str, str]]:

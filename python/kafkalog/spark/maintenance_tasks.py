@@ -1,5 +1,6 @@
-"""The executor side of the maintenance jobs (:mod:`kafkalog.spark.maintenance`): one task's
-clean or retention of one partition directory, its locks, and the row it reports.
+"""The executor side of the maintenance jobs (:mod:`kafkalog.spark.maintenance`) and of the
+column functions (:mod:`kafkalog.spark.functions`): one task's clean or retention of one
+partition directory, its locks, and the row it reports.
 
 Thread-safety: each task runs in its own Python worker; nothing here is shared.
 """
@@ -14,11 +15,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._native import probe_log_dir_lock
+from .._native import discover, probe_log_dir_lock
 from ..exceptions import KafkaLogIOError, LogDirLockedError
 from ..log import UnifiedLog
 
-__all__ = ["MaintenanceJob", "run_one"]
+__all__ = ["MaintenanceJob", "run_one", "run_path", "COMPACT_STATS_COLUMNS"]
+
+#: The CleanerStats counters a compact row reports (the clean's totals): ``map_bytes_read`` /
+#: ``map_messages_read`` the dirty section read to build the offset map, ``bytes_read`` /
+#: ``messages_read`` what the recopy read.
+COMPACT_STATS_COLUMNS = (
+    "map_bytes_read", "map_messages_read", "bytes_read", "messages_read", "messages_written", "tombstones_removed",
+)
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,12 @@ def run_one(job: MaintenanceJob, partition_entry: Sequence[Any]) -> dict[str, An
     opened = None
     log = None
     try:
-        log = _open_when_free(job, path, log_dir, point)
+        try:
+            log = _open_when_free(job, path, log_dir, point)
+        except _Locked as locked:
+            row["waited_ms"] = (time.monotonic() - asked) * 1000.0
+            row["skipped"] = f"locked: {locked}"
+            return row
         opened = time.monotonic()
         row["waited_ms"] = (opened - asked) * 1000.0
         point("opened")
@@ -90,22 +103,59 @@ def run_one(job: MaintenanceJob, partition_entry: Sequence[Any]) -> dict[str, An
     return row
 
 
+def run_path(job: MaintenanceJob, path: Any) -> dict[str, Any]:
+    """:func:`run_one` on the partition directory ``path`` names (the column functions' row):
+    the engine's discovery tells its topic, partition and log dir. A null path, a path that is
+    not one partition directory (a log dir of several, a missing dir) gets its row with the
+    error, as a failing partition does."""
+    if path is None:
+        return {"error": "ValueError: path is null (expected a partition directory, <topic>-<partition>)"}
+    if not isinstance(path, str):
+        return {"error": f"TypeError: path must be a string naming a partition directory, not {path!r}"}
+    row: dict[str, Any] = {"path": path}
+    try:
+        found = discover(path)
+    except Exception as e:  # noqa: BLE001 - the row says what was wrong with its path
+        row["error"] = f"{type(e).__name__}: {e}"
+        return row
+    here = os.path.realpath(path)
+    if len(found) != 1 or os.path.realpath(found[0].path) != here:
+        row["error"] = (
+            f"ValueError: path {path!r} is not a partition directory (<topic>-<partition>); it holds "
+            f"{len(found)} partition directories: pass each one, or use kafkalog.spark.compact / run_retention "
+            "for a log dir"
+        )
+        return row
+    d = found[0]
+    return run_one(job, (d.topic, d.partition, os.path.abspath(path), os.path.abspath(d.log_dir)))
+
+
 def _sizes(log: UnifiedLog) -> tuple[int, int]:
     segments = log.segments
     return sum(s.size for s in segments), sum(s.record_count for s in segments)
 
 
 def _compact_one(job: MaintenanceJob, log: UnifiedLog, row: dict[str, Any]) -> None:
-    if job.roll and log.segments and log.segments[-1].size > 0:
+    """Cleans the partition's dirty section from and to its log dir's cleaner-offset-checkpoint
+    (``UnifiedLog.compact_dirty``), or says why not in ``skipped``."""
+    compacted = "compact" in [p.strip() for p in log.config["cleanup.policy"].split(",")]
+    if compacted and job.roll and log.segments and log.segments[-1].size > 0:
         log.roll()
-    result = log.compact_now(time_ms=job.time_ms, **job.cleaner)
-    row["passes"] = len(result.passes)
-    row["first_dirty_offset"] = result.first_dirty_offset
-    row["cleaned_to_offset"] = result.end_offset
-    row["first_uncleanable_offset"] = result.first_uncleanable_offset
-    row["messages_read"] = result.stats.messages_read
-    row["messages_written"] = result.stats.messages_written
-    row["tombstones_removed"] = result.stats.tombstones_removed
+    outcome = log.compact_dirty(time_ms=job.time_ms, **job.cleaner)
+    result = outcome.result
+    row["passes"] = 0 if result is None else len(result.passes)
+    row["checkpoint"] = outcome.checkpoint
+    row["first_dirty_offset"] = outcome.first_dirty_offset
+    row["cleaned_to_offset"] = outcome.first_dirty_offset if result is None else result.end_offset
+    row["first_uncleanable_offset"] = outcome.first_uncleanable_offset
+    for name in COMPACT_STATS_COLUMNS:
+        row[name] = 0 if result is None else getattr(result.stats, name)
+    row["skipped"] = outcome.skipped
+    if outcome.checkpoint_error is not None:
+        row["error"] = (
+            f"cleaned to offset {row['cleaned_to_offset']}, but cleaner-offset-checkpoint was not updated "
+            f"(the next clean starts from the old entry): {outcome.checkpoint_error}"
+        )
 
 
 def _retention_one(job: MaintenanceJob, log: UnifiedLog, row: dict[str, Any]) -> None:
@@ -123,10 +173,15 @@ def _retention_one(job: MaintenanceJob, log: UnifiedLog, row: dict[str, Any]) ->
 # -- locks ------------------------------------------------------------------------------------
 
 
+class _Locked(Exception):
+    """The partition is held (by a LogManager, a Kafka broker or another writer): the task
+    skips it, saying so."""
+
+
 def _open_when_free(job: MaintenanceJob, path: str, log_dir: str, point: _Points) -> UnifiedLog:
     """Opens the partition writable (taking its flock) once neither a LogManager / Kafka broker
-    on its log dir nor another writer holds it; raises LogDirLockedError at once unless
-    ``job.wait``. Never creates the partition dir: one deleted since the job found it (by
+    on its log dir nor another writer holds it; raises _Locked at once unless ``job.wait``,
+    or when ``job.wait_timeout`` has passed. Never creates the partition dir: one deleted since the job found it (by
     ``LogManager.delete_log``, say) gives KafkaLogIOError (ENOENT) and stays deleted."""
     deadline = None if job.wait_timeout is None else time.monotonic() + job.wait_timeout
     delay = 0.05
@@ -146,13 +201,13 @@ def _open_when_free(job: MaintenanceJob, path: str, log_dir: str, point: _Points
                     ) from None
                 raise
         if not job.wait:
-            raise LogDirLockedError(f"{reason}; refused (pass wait=True to wait for it)")
+            raise _Locked(f"{reason}; refused (pass wait=True to wait for it)")
         if not waiting:
             waiting = True
             point("locked")
         now = time.monotonic()
         if deadline is not None and now >= deadline:
-            raise LogDirLockedError(f"{reason}; still locked after waiting {job.wait_timeout} s")
+            raise _Locked(f"{reason}; still locked after waiting {job.wait_timeout} s")
         time.sleep(delay if deadline is None else min(delay, max(deadline - now, 0.0)))
         delay = min(delay * 2, 1.0)
 

@@ -16,6 +16,11 @@
 //   --load-factor F         log.cleaner.io.buffer.load.factor (default 0.9)
 //   --first-dirty OFFSET    where cleaning starts (default: the log start offset, as without a
 //                           cleaner-offset-checkpoint entry)
+//   --first-dirty-from-checkpoint true
+//                           where cleaning starts: the partition's entry in the log dir's
+//                           cleaner-offset-checkpoint (the directory's parent), read with Kafka's
+//                           OffsetCheckpointFile as a broker's LogCleanerManager reads it (no entry:
+//                           the log start); the entry read is echoed as "checkpoint" in the JSON
 //   --config key=value      a topic config (repeatable): cleanup.policy, segment.bytes,
 //                           internal.segment.bytes, delete.retention.ms, min.compaction.lag.ms, ...
 //   --max-passes N          stop after N passes (default: until the cleanable range is done)
@@ -64,6 +69,7 @@ import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.server.util.KafkaScheduler;
+import org.apache.kafka.storage.internals.checkpoint.OffsetCheckpointFile;
 import org.apache.kafka.storage.internals.log.Cleaner;
 import org.apache.kafka.storage.internals.log.CleanerStats;
 import org.apache.kafka.storage.internals.log.FetchDataInfo;
@@ -178,6 +184,13 @@ public class KafkaCleanerDriver {
         try {
             Optional<Long> firstDirtyFlag = flags.containsKey("first-dirty")
                 ? Optional.of(Long.parseLong(flags.get("first-dirty"))) : Optional.empty();
+            String checkpointJson = "";
+            if (Boolean.parseBoolean(flags.getOrDefault("first-dirty-from-checkpoint", "false"))) {
+                File file = new File(dir.getAbsoluteFile().getParentFile(), "cleaner-offset-checkpoint");
+                Map<TopicPartition, Long> entries = new OffsetCheckpointFile(file, new LogDirFailureChannel(1)).read();
+                firstDirtyFlag = Optional.ofNullable(entries.get(log.topicPartition()));
+                checkpointJson = "\"checkpoint\":" + firstDirtyFlag.map(String::valueOf).orElse("null") + ",";
+            }
             long[] range = cleanableOffsets(log, firstDirtyFlag, now);
             long firstDirty = range[0];
             long firstUncleanable = range[1];
@@ -228,11 +241,11 @@ public class KafkaCleanerDriver {
                 }
             }
             json.append(String.format(Locale.ROOT,
-                "{\"label\":\"%s\",\"run\":%d,\"warmup\":%b,\"dir\":\"%s\",\"now_ms\":%d,\"first_dirty_offset\":%d,"
+                "{%s\"label\":\"%s\",\"run\":%d,\"warmup\":%b,\"dir\":\"%s\",\"now_ms\":%d,\"first_dirty_offset\":%d,"
                     + "\"first_uncleanable_offset\":%d,\"end_offset\":%d,\"passes\":[%s],\"secs\":%.6f,\"cpu_secs\":%.6f,"
                     + "\"bytes_read\":%d,\"bytes_written\":%d,\"messages_read\":%d,\"messages_written\":%d,"
                     + "\"map_bytes\":%d,\"map_slots\":%d,\"heap_used_bytes\":%d,\"heap_peak_bytes\":%d}",
-                label.replace("\"", "'"), run, warmup, dir.getPath().replace("\\", "/").replace("\"", "'"), now,
+                checkpointJson, label.replace("\"", "'"), run, warmup, dir.getPath().replace("\\", "/").replace("\"", "'"), now,
                 firstDirty, firstUncleanable, dirty, String.join(",", passes), totalSecs, totalCpuSecs, bytesRead, bytesWritten,
                 messagesRead, messagesWritten, mapBytes, map.slots(), heapUsed, heapPeak));
             out.println("cleaner-json " + json);
