@@ -26,6 +26,11 @@ pub enum Error {
     /// A batch larger than `max.message.bytes` (Kafka's `RecordTooLargeException`), or an append
     /// larger than the segment size (Kafka's `RecordBatchTooLargeException`).
     RecordBatchTooLarge { size: usize, max: usize },
+    /// Records that no batch within the limit can hold, found while building batches before an
+    /// append (Kafka's producer-side `RecordTooLargeException`): `what` names them (the rows of
+    /// an Arrow append and their sizes), `size` is the batch they make, `limit` the limit and
+    /// where it comes from. Nothing was written.
+    RecordTooLarge { what: String, size: usize, limit: String },
     /// A record or batch the log refuses to store: missing key on a compacted topic, timestamp out
     /// of bounds, wrong magic (Kafka's `InvalidRecordException` / `InvalidTimestampException`).
     InvalidRecord { reason: String },
@@ -198,6 +203,9 @@ impl fmt::Display for Error {
                     "record batch of {size} bytes is larger than the limit of {max} bytes \
                      (max.message.bytes, or the segment size for a whole append)"
                 )
+            }
+            Error::RecordTooLarge { what, size, limit } => {
+                write!(f, "{what} takes {size} bytes, more than {limit}")
             }
             Error::InvalidRecord { reason } => write!(f, "invalid record: {reason}"),
             Error::InvalidOffset { reason } => write!(f, "invalid offset: {reason}"),

@@ -9,6 +9,9 @@ from typing import ClassVar, SupportsIndex, final, overload
 from typing_extensions import Self
 
 _Header = tuple[str, bytes | None]
+#: The (schema, array) PyCapsules of an object's ``__arrow_c_array__()`` (the Arrow PyCapsule
+#: interface; ``types.CapsuleType`` only exists from Python 3.13).
+_ArrowCapsules = tuple[object, object]
 
 __all__ = [
     "UnifiedLog",
@@ -40,6 +43,7 @@ __all__ = [
     "LoggingState",
     "OwnedBuffer",
     "decode_batches",
+    "partitions_for_keys",
     "build_batch",
     "end_txn_marker",
     "read_offset_checkpoint",
@@ -59,6 +63,11 @@ __version__: str
 def decode_batches(data: bytes) -> list[DecodedRecord]:
     """Decodes complete v2 (or legacy) batches into their records, control records included."""
 
+def partitions_for_keys(chunks: list[_ArrowCapsules], num_partitions: int, round_robin_start: int) -> OwnedBuffer:
+    """Kafka's partition of each key (``toPositive(murmur2(key)) % num_partitions``) of a key
+    column given as the capsules of its chunks; null keys round-robin from
+    ``round_robin_start``. Native-order int32 values."""
+
 @final
 class UnifiedLog:
     @staticmethod
@@ -75,6 +84,14 @@ class UnifiedLog:
     def append_records(
         self,
         records: list[tuple[bytes | None, bytes | None, list[tuple[bytes, bytes | None]], int | None]],
+        compression: str,
+        leader_epoch: int,
+        batch_size: int,
+        now_ms: int,
+    ) -> AppendInfo: ...
+    def append_arrow(
+        self,
+        batches: list[_ArrowCapsules],
         compression: str,
         leader_epoch: int,
         batch_size: int,

@@ -17,6 +17,7 @@ import pyarrow as pa
 from . import _arguments as arg
 from . import _native
 from .arrow import KAFKA_SCHEMA, columns_to_record_batch
+from .arrow_write import ArrowData, record_batch_capsules
 from .cleaner import CompactResult, DirtyCompactResult
 from .exceptions import IllegalStateError, InvalidArgumentTypeError
 from .records import (
@@ -204,6 +205,38 @@ class UnifiedLog:
         batch_size = arg.integer("batch_size", batch_size, 0, arg.I32_MAX)
         native = [_native_record(i, r) for i, r in enumerate(records)]
         return self._log.append_records(native, compression, leader_epoch, batch_size, int(time.time() * 1000))
+
+    def append_arrow(
+        self,
+        data: ArrowData,
+        *,
+        compression: str = "none",
+        leader_epoch: int | None = None,
+        batch_size: int = 16384,
+        timestamp: int | None = None,
+    ) -> AppendInfo:
+        """Appends the rows of a pyarrow ``Table``, ``RecordBatch`` or ``RecordBatchReader`` as
+        the leader, with the columns of Spark's Kafka sink (:mod:`kafkalog.arrow_write`):
+        ``value`` required; ``key``, ``headers``, ``timestamp`` (any unit, converted to ms),
+        ``partition`` and ``topic`` optional. The engine reads the Arrow buffers in place, with
+        no Python object per record and the GIL released, and groups the rows into batches
+        exactly as :meth:`append` groups the same records (same bytes).
+
+        A row without a timestamp (a null, or no ``timestamp`` column) gets ``timestamp`` (ms),
+        by default now. This single log does not route: a row whose ``partition`` or ``topic``
+        is not null and names another partition or topic is refused, as are a null key on a
+        compacted topic, a null header or header key, a negative timestamp and a row that
+        cannot fit alone in a batch (``max.message.bytes``, or the segment size when smaller).
+        Every row is checked before anything is written; errors name the row (counted from 0
+        across the whole input) and the column. A reader is read to its end first."""
+        compression = arg.string("compression", compression, _CODECS)
+        leader_epoch = _leader_epoch(leader_epoch, self._log)
+        batch_size = arg.integer("batch_size", batch_size, 0, arg.I32_MAX)
+        now = arg.optional_integer("timestamp", timestamp, 0, arg.I64_MAX, _RECORD_TIMESTAMPS)
+        capsules = record_batch_capsules(data)
+        return self._log.append_arrow(
+            capsules, compression, leader_epoch, batch_size, int(time.time() * 1000) if now is None else now
+        )
 
     def append_batch(self, raw: bytes, *, leader_epoch: int | None = None) -> AppendInfo:
         """Appends bytes holding one or more v2 batches as a producer sends them, stamped with

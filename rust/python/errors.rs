@@ -19,7 +19,9 @@ pub fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
             Error::CorruptRecord { .. } => ("CorruptRecordError", PyTuple::new(py, [message.clone()])?),
             Error::CorruptIndex { .. } => ("CorruptIndexError", PyTuple::new(py, [message.clone()])?),
             Error::OffsetOutOfRange { .. } => ("OffsetOutOfRangeError", PyTuple::new(py, [message.clone()])?),
-            Error::RecordBatchTooLarge { .. } => ("RecordBatchTooLargeError", PyTuple::new(py, [message.clone()])?),
+            Error::RecordBatchTooLarge { .. } | Error::RecordTooLarge { .. } => {
+                ("RecordBatchTooLargeError", PyTuple::new(py, [message.clone()])?)
+            }
             Error::InvalidRecord { .. } => ("InvalidRecordError", PyTuple::new(py, [message.clone()])?),
             Error::InvalidOffset { .. } => ("InvalidOffsetError", PyTuple::new(py, [message.clone()])?),
             Error::OffsetOverflow { .. } => ("OffsetOverflowError", PyTuple::new(py, [message.clone()])?),

@@ -24,8 +24,8 @@ use crate::error::Error;
 use crate::index::transaction_index::AbortedTxn;
 use crate::log::producer_state::ProducerStateManagerConfig;
 use crate::log::unified_log::{CommittedFilter, FetchIsolation, LogOpenOptions, UnifiedLog};
-use crate::record::builder::{BatchBuilder, BatchHeader};
 use crate::record::compression::CompressionType;
+use crate::record::producer_batches::ProducerBatches;
 use crate::util::clock::SystemClock;
 
 /// A fetch isolation by its Python name (Kafka's `isolation.level` values, and `log_end` for
@@ -143,6 +143,25 @@ impl PyUnifiedLog {
             log.append_as_leader(&mut buf, leader_epoch)
         })?;
         Ok(AppendInfo::from(&info))
+    }
+
+    /// Builds batches of at most `batch_size` bytes from Arrow record batches, each given as its
+    /// `__arrow_c_array__` capsules (Spark's Kafka sink columns), and appends them as the
+    /// leader: the same batches `append_records` builds from the same rows. Read in place, with
+    /// the GIL released (`arrow_append.rs`).
+    #[pyo3(signature = (batches, compression, leader_epoch, batch_size, now_ms))]
+    #[allow(clippy::needless_pass_by_value)]
+    fn append_arrow(
+        &self,
+        py: Python<'_>,
+        batches: Vec<super::arrow_append::CapsulePair<'_>>,
+        compression: &str,
+        leader_epoch: i32,
+        batch_size: usize,
+        now_ms: i64,
+    ) -> PyResult<AppendInfo> {
+        let codec = parse_compression(compression).map_err(|e| to_py_err(py, e))?;
+        super::arrow_append::append_arrow(py, &self.inner, &batches, codec, leader_epoch, batch_size, now_ms)
     }
 
     /// Appends raw v2 batches as a producer sends them.
@@ -554,29 +573,14 @@ fn encode_batches(
     batch_size: usize,
     now_ms: i64,
 ) -> crate::error::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    let header = BatchHeader { compression: codec, ..BatchHeader::default() };
-    let mut builder = BatchBuilder::new(header);
+    let mut batches = ProducerBatches::new(codec, batch_size, now_ms);
     let mut headers = Vec::new();
     for r in records {
         headers.clear();
         headers.extend(r.headers.iter().map(|(k, v)| (&k[..], v.as_deref())));
-        let key = r.key.as_deref();
-        let value = r.value.as_deref();
-        let size = crate::record::default_record::record_body_size(0, 0, key, value, &headers) + 5;
-        if builder.count() > 0 && builder.estimated_size() + size > batch_size {
-            builder.build_into(&mut out, None, None)?;
-            builder.reset(header);
-        }
-        builder.append_next(r.timestamp.unwrap_or(now_ms), key, value, &headers)?;
+        batches.push(r.timestamp, r.key.as_deref(), r.value.as_deref(), &headers)?;
     }
-    if builder.count() > 0 {
-        builder.build_into(&mut out, None, None)?;
-    }
-    if out.is_empty() {
-        return Err(Error::invalid_record("no records to append"));
-    }
-    Ok(out)
+    batches.finish()
 }
 
 /// Key/value strings as a dict, in their order.

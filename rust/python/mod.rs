@@ -2,6 +2,8 @@
 //! Glue only: the storage engine knows nothing of Python.
 
 mod arrow;
+mod arrow_append;
+mod arrow_c;
 mod batches;
 mod buffer;
 mod checkpoints;
@@ -60,6 +62,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<logging::LoggingState>()?;
     m.add_class::<buffer::OwnedBuffer>()?;
     m.add_function(wrap_pyfunction!(decode_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow_append::partitions_for_keys, m)?)?;
     m.add_function(wrap_pyfunction!(batches::build_batch, m)?)?;
     m.add_function(wrap_pyfunction!(batches::end_txn_marker, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoints::read_offset_checkpoint, m)?)?;

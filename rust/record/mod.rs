@@ -1,12 +1,15 @@
 //! Kafka's record formats: zigzag varints, v2 records and batches (with CRC-32C), the five
-//! codecs, control records, legacy magic 0/1 entries, and framing of batch runs.
+//! codecs, control records, legacy magic 0/1 entries, and framing of batch runs; records grouped
+//! into batches as a producer groups them, from Python tuples or Arrow columns.
 
+pub mod arrow;
 pub mod batch;
 pub mod builder;
 pub mod compression;
 pub mod control;
 pub mod default_record;
 pub mod legacy;
+pub mod producer_batches;
 pub mod records;
 pub mod timestamp_type;
 pub mod varint;

@@ -1,11 +1,12 @@
 //! Durability helpers, the file I/O fault-injection seam, injectable time, who holds a lock,
-//! and the pure half of the `log` -> Python `logging` bridge.
+//! the pure half of the `log` -> Python `logging` bridge, and Kafka's murmur2 partitioner.
 
 pub mod clock;
 pub mod fault;
 pub mod file;
 pub mod lock_holder;
 pub mod log_bridge;
+pub mod murmur2;
 
 /// proptest's configuration for the crate's property tests: a fixed RNG seed (proptest's own
 /// default draws one from the OS on every run), so every run tries the same cases and a failure
