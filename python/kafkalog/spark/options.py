@@ -13,6 +13,7 @@ executors. No pyspark import here.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -252,7 +253,9 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
     opts = canonical_options(options, READ_OPTIONS)
     if "path" not in opts or not opts["path"].strip():
         raise InvalidOptionError("path", opts.get("path"), "a log directory, several comma-separated, or a folder of them is required")
-    paths = tuple(p.strip() for p in opts["path"].split(",") if p.strip())
+    # Absolute here, on the driver (the planner's Python worker runs in the driver's working
+    # directory): executors run theirs in their own work dirs.
+    paths = tuple(os.path.abspath(p.strip()) for p in opts["path"].split(",") if p.strip())
     if streaming:
         for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
             if name in opts:

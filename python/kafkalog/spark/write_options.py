@@ -99,7 +99,10 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         else:
             sink[name] = str(value)
     raw_path = sink.get("path", "")
-    parents = tuple(p.strip() for p in raw_path.split(",") if p.strip())
+    # Absolute here, on the driver (the planner's Python worker runs in the driver's working
+    # directory): each executor's tasks run in its own work dir, where a relative path would
+    # put the partitions.
+    parents = tuple(os.path.abspath(p.strip()) for p in raw_path.split(",") if p.strip())
     if not parents:
         raise InvalidOptionError("path", sink.get("path"), "the folder to write partition directories into is required")
     for p in parents:
