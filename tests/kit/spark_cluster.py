@@ -289,12 +289,12 @@ class ConnectServer:
 
     def start(self, timeout: float = HANG_GUARD_S) -> ConnectServer:
         _write_conf(self.work_dir)
-        argv = [str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--wait", "--master", self.master,
-                "--driver-memory", "768m"]
+        argv = [str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--wait", "--master", self.master]
         for k, v in self.conf.items():
             argv += ["--conf", f"{k}={v}"]
         # The script names its log and pid files by SPARK_IDENT_STRING; keep them in work_dir.
-        env = daemon_env(self.work_dir, {"SPARK_IDENT_STRING": "kafkalog-tests"})
+        # Spark's launcher sizes the server's JVM (its driver) by SPARK_DAEMON_MEMORY, as a daemon.
+        env = daemon_env(self.work_dir, {"SPARK_IDENT_STRING": "kafkalog-tests", "SPARK_DAEMON_MEMORY": "768m"})
         self.daemon = SparkDaemon("connect-server", argv, self.work_dir / "connect-server.out", env)
         try:
             m = self.daemon.wait_for(r"Spark Connect server started at: ([^:\s]+):(\d+)", "its gRPC address", timeout)
