@@ -40,7 +40,7 @@ $(NATIVE_STAMP): $(STAMP) $(RUST_SOURCES)
 	touch $@
 
 demo: $(NATIVE_STAMP)
-	$(PY) -m kafkalog.demo
+	$(PY) -m kafkalog.demo $(DEMO_ARGS)
 
 lint:
 	cargo fmt --check

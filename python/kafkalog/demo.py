@@ -316,15 +316,17 @@ logger.gateway.level = error
 """
 
 
-def build_session(data_dir: str | os.PathLike[str], cores: int = 2) -> SparkSession:
-    """A local[cores] session for the demo: UI off, only errors logged (log4j2 config in
-    DATA_DIR), no progress bars, workers running this interpreter (its venv has kafkalog)."""
+def build_session(data_dir: str | os.PathLike[str], cores: int = 2, master: str | None = None) -> SparkSession:
+    """A local[cores] session (or one on ``master``) for the demo: UI off, only errors logged
+    (log4j2 config in DATA_DIR), no progress bars, workers running this interpreter (its venv has
+    kafkalog; on a cluster, the same path on every node)."""
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # local mode: no "hostname resolves to loopback"
+    if master is None or master.startswith("local"):  # a cluster's executors must reach the driver
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # local mode: no "hostname resolves to loopback"
     log4j = Path(data_dir) / "log4j2.properties"
     log4j.parent.mkdir(parents=True, exist_ok=True)
     log4j.write_text(_LOG4J)
-    spark = (SparkSession.builder.master(f"local[{cores}]").appName("kafkalog-demo")
+    spark = (SparkSession.builder.master(master or f"local[{cores}]").appName("kafkalog-demo")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", str(2 * cores)).config("spark.default.parallelism", str(cores))
              .config("spark.sql.session.timeZone", "UTC").config("spark.python.worker.reuse", "true")
@@ -352,14 +354,16 @@ def main(argv: list[str] | None = None) -> None:
         help="add a round of events to the existing topic (same partitions, segment size and codec), compact, and "
         "verify against every round so far; without it a run starts fresh: it removes the demo's topic, input "
         "copies and state in DATA_DIR first")
+    add("--master", help="Spark master URL, e.g. spark://host:7077 for a standalone cluster whose executors share "
+        "DATA_DIR's file system (default local[2])")
     args = parser.parse_args(argv)
 
     print(f"kafkalog demo ({'appending a round' if args.append else 'fresh'}): {args.events:,} change events over "
           f"{args.keys:,} customer keys, {args.delete_ratio:.0%} deletes -> topic {TOPIC} in {args.data_dir}/logs",
           flush=True)
     t0 = time.perf_counter()
-    spark = build_session(args.data_dir)
-    print(f"Spark {spark.version} local[2] started in {time.perf_counter() - t0:.1f} s", flush=True)
+    spark = build_session(args.data_dir, master=args.master)
+    print(f"Spark {spark.version} {spark.sparkContext.master} started in {time.perf_counter() - t0:.1f} s", flush=True)
     try:
         summary = run(spark, args.data_dir, events=args.events, keys=args.keys, partitions=args.partitions,
                       delete_ratio=args.delete_ratio, picture=args.picture, append=args.append,

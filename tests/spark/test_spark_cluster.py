@@ -26,7 +26,12 @@ from kit.spark_cluster import StandaloneCluster, task_process
 pytestmark = pytest.mark.spark
 
 T0 = 1_700_000_000_000
-COMPACT_CONFIG = {"internal.segment.bytes": "4096", "delete.retention.ms": "1000", "min.compaction.lag.ms": "0"}
+COMPACT_CONFIG = {
+    "internal.segment.bytes": "4096",
+    "delete.retention.ms": "1000",
+    "min.compaction.lag.ms": "0",
+    "min.cleanable.dirty.ratio": "0",
+}
 
 
 def executor_jvms(rows: list[tuple[int, str, int, str]]) -> set[int]:
@@ -188,3 +193,34 @@ def test_distributed_compact_equals_compact_now(cluster_spark: SparkSession, tmp
         assert local_rows(data, "users", 4) == local_rows(expected, "users", 4)
         for seg in sorted((expected / f"users-{p}").glob("*.log")):
             assert (data / f"users-{p}" / seg.name).read_bytes() == seg.read_bytes()
+
+
+def test_compact_log_column_function_on_executors(cluster_spark: SparkSession, tmp_path: Path) -> None:
+    """kafkalog.spark.functions.compact_log over a column of partition dirs: each row's clean
+    equals compact_now on a copy; a second run finds nothing dirty (the log dir's
+    cleaner-offset-checkpoint the first wrote), and said so in ``skipped``."""
+    from kafkalog.spark.functions import compact_log
+
+    data, expected = tmp_path / "data", tmp_path / "expected"
+    for p, codec in enumerate(["lz4", "zstd"]):
+        write_keyed(data / f"users-{p}", seed=p + 5, codec=codec)
+    shutil.copytree(data, expected)
+    now = T0 + 100_000
+    want = {}
+    for p in range(2):
+        with kafkalog.UnifiedLog.open(expected / f"users-{p}", {**COMPACT_CONFIG, "cleanup.policy": "compact"}) as log:
+            want[p] = log.compact_now(time_ms=now)
+    dirs = cluster_spark.createDataFrame([(str(data / f"users-{p}"),) for p in range(2)], "path string").repartition(2)
+
+    def run() -> dict[int, dict]:
+        rows = dirs.select(compact_log("path", COMPACT_CONFIG, time_ms=now).alias("r")).select("r.*").collect()
+        return {r["partition"]: r.asDict() for r in rows}
+
+    first = run()
+    assert sorted(first) == [0, 1]
+    for p in range(2):
+        assert first[p]["error"] is None and first[p]["skipped"] is None
+        assert first[p]["cleaned_to_offset"] == want[p].end_offset
+    assert local_rows(data, "users", 2) == local_rows(expected, "users", 2)
+    second = run()
+    assert all(second[p]["skipped"].startswith("nothing dirty") for p in range(2)), second

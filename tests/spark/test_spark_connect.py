@@ -19,7 +19,12 @@ from kafkalog.spark.partitioner import partition_for_key
 pytestmark = pytest.mark.spark
 
 T0 = 1_700_000_000_000
-COMPACT_CONFIG = {"internal.segment.bytes": "4096", "delete.retention.ms": "1000", "min.compaction.lag.ms": "0"}
+COMPACT_CONFIG = {
+    "internal.segment.bytes": "4096",
+    "delete.retention.ms": "1000",
+    "min.compaction.lag.ms": "0",
+    "min.cleanable.dirty.ratio": "0",
+}
 
 
 def local_rows(root: Path, topic: str, partitions: int) -> list[tuple]:
