@@ -63,13 +63,15 @@ def test_bad_rows_get_their_error_and_the_others_run(spark, tmp_path):
     partition in between is cleaned."""
     write_keyed(tmp_path / "logs" / "users-0", seed=1, codec="none")
     write_keyed(tmp_path / "logs" / "users-1", seed=2, codec="none")
-    paths = [None, str(tmp_path / "missing-0"), str(tmp_path / "logs"), str(tmp_path / "logs" / "users-1")]
+    paths = [None, str(tmp_path / "missing-0"), str(tmp_path / "logs"), str(tmp_path / "logs" / "users-1"), "logs/users-0"]
     df = spark.createDataFrame([(p,) for p in paths], "path string")
     rows = [r["r"] for r in df.select(compact_log("path", CONFIG, roll=True).alias("r")).collect()]
     assert rows[0]["error"].startswith("ValueError: path is null")
     assert rows[1]["error"].startswith("KafkaLogIOError") and "missing-0" in rows[1]["error"]
     assert "is not a partition directory" in rows[2]["error"] and "holds 2 partition directories" in rows[2]["error"]
     assert rows[3]["error"] is None and rows[3]["passes"] >= 1 and (rows[3]["topic"], rows[3]["partition"]) == ("users", 1)
+    # Executors do not share the driver's working directory: a relative path is refused.
+    assert rows[4]["error"].startswith("ValueError: path 'logs/users-0' is relative"), rows[4]["error"]
 
 
 def test_a_log_dir_a_log_manager_holds_is_skipped_or_waited_for(spark, tmp_path):

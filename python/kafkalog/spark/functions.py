@@ -1,7 +1,7 @@
 """The native cleaner and Kafka's retention as column functions, for a user's own pipelines.
 
 :func:`compact_log` and :func:`run_retention` take a column of partition directory paths
-(``<log dir>/<topic>-<partition>``, on storage the executors share) and return a struct column
+(absolute ``<log dir>/<topic>-<partition>``, on storage the executors share) and return a struct column
 holding, for each row, the per-partition result of :func:`kafkalog.spark.compact` /
 :func:`kafkalog.spark.run_retention`: the fields of :data:`~kafkalog.spark.COMPACT_SCHEMA` /
 :data:`~kafkalog.spark.RETENTION_SCHEMA`, in that order::

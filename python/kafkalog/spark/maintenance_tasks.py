@@ -107,12 +107,21 @@ def run_path(job: MaintenanceJob, path: Any) -> dict[str, Any]:
     """:func:`run_one` on the partition directory ``path`` names (the column functions' row):
     the engine's discovery tells its topic, partition and log dir. A null path, a path that is
     not one partition directory (a log dir of several, a missing dir) gets its row with the
-    error, as a failing partition does."""
+    error, as a failing partition does, and so does a relative path (executors do not share the
+    driver's working directory)."""
     if path is None:
         return {"error": "ValueError: path is null (expected a partition directory, <topic>-<partition>)"}
     if not isinstance(path, str):
         return {"error": f"TypeError: path must be a string naming a partition directory, not {path!r}"}
     row: dict[str, Any] = {"path": path}
+    if not os.path.isabs(path):
+        # An executor runs in its own working directory (on a cluster, not the driver's), so a
+        # relative path would name another directory on each of them.
+        row["error"] = (
+            f"ValueError: path {path!r} is relative; the column functions run on executors, each in its own "
+            "working directory: pass absolute paths (os.path.abspath on the driver)"
+        )
+        return row
     try:
         found = discover(path)
     except Exception as e:  # noqa: BLE001 - the row says what was wrong with its path
