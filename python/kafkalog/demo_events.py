@@ -140,7 +140,9 @@ def _value(rnd: dict[str, Any]) -> Column:
 
 
 def _ts_ms(rnd: dict[str, Any]) -> Column:
-    return F.lit(rnd["start_ms"]) + (F.col("seq") - rnd["first_seq"]) * STEP_MS
+    start: int = rnd["start_ms"]
+    first: int = rnd["first_seq"]
+    return F.lit(start) + (F.col("seq") - F.lit(first)) * F.lit(STEP_MS)
 
 
 def generate(spark: SparkSession, rnd: dict[str, Any], partitions: int, slices: int = 2) -> DataFrame:
