@@ -2,21 +2,25 @@
 
 1. Spark generates a stream of change events for a customers table (JSON row states after
    each change, a share of deletes as tombstones, Debezium-style headers __op, __table and
-   schema.version, increasing event times) and writes it through the ``kafkalog`` data source
-   into the compacted topic ``customers``.
-2. ``kafkalog.spark.compact`` cleans every partition (one Spark task each).
-3. The topic is read back through the data source, and the latest value of every key must
-   equal a Spark groupBy over the input (deleted keys must have no value; their tombstones may
-   stay until delete.retention.ms passes). Below each partition's cleaned offset a key may
-   appear at most once. A difference exits non-zero.
-4. A summary table and a picture of each partition's clean / dirty / uncleanable sections,
-   before and after, follow.
+   schema.version, increasing event times; :mod:`kafkalog.demo_events`, the same events for
+   the same seed on every run) and keeps them in memory.
+2. kafkalog writes them through the ``kafkalog`` data source into the compacted topic
+   ``customers``, each partition from one task in event order.
+3. ``kafkalog.spark.compact`` cleans every partition (one Spark task each).
+4. kafkalog reads the topic back through the data source, and Spark checks it: the latest
+   value of every key must equal the latest event the generator made for it (deleted keys must
+   have no value; their tombstones may stay until delete.retention.ms passes), and below each
+   partition's cleaned offset a key may appear at most once. A difference exits non-zero.
+5. A summary table (Spark's steps and kafkalog's, each with its throughput), a line putting the
+   clean beside Apache Kafka's own cleaner on a copy of the same topic (:mod:`kafkalog.demo_kafka`;
+   skipped with a note when Java, Maven or Kafka's jars are missing), and a picture of each
+   partition's clean / dirty / uncleanable sections, before and after, follow.
 
-The data lives in DATA_DIR: ``logs/customers-N`` (the topic), ``input/round-NNNN`` (Parquet: a
-copy of every round's generated events, the verification's input) and ``demo-state.json``.
-A run starts fresh (it removes those three); ``--append`` adds a round of events to the topic
-there and then compacts and verifies the topic against every round written so far. Spark
-runs in local mode (local[2], UI off).
+The data lives in DATA_DIR: ``logs/customers-N`` (the topic) and ``demo-state.json`` (every
+round's numbers, from which the generator remakes its events). A run starts fresh (it removes
+those two); ``--append`` adds a round of events to the topic there and then compacts and
+verifies the topic against every round written so far. Spark runs in local mode (local[2],
+UI off).
 """
 
 from __future__ import annotations
@@ -27,28 +31,33 @@ import os
 import shutil
 import sys
 import time
-from pathlib import Path
-from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+_STARTED = time.perf_counter()  # before pyspark's imports: `total` is the whole run
+
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+from .spark.environment import require_java, require_pyspark  # noqa: E402
+
+if __name__ == "__main__":  # before pyspark's imports: a missing pyspark or Java names its fix
+    require_pyspark()
+    require_java()
+
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.window import Window
 from pyspark.storagelevel import StorageLevel
 
 from ._native import log_dir_partitions
-from .demo_report import DemoSummary, Step, Verification, format_summary, read_layout, save_picture, sections
+from .demo_events import EPOCH_MS, MAX_KEYS, STEP_MS, generate, latest_per_key
+from .demo_kafka import KafkaCleaner, copy_partitions, find_kafka_cleaner
+from .demo_report import (DemoSummary, KafkaComparison, Step, Verification, format_summary, read_layout, save_picture,
+                          sections)
 
 __all__ = ["run", "verify", "main", "DemoSummary", "Step", "Verification", "DemoError", "VerificationError"]
 
 TOPIC = "customers"
-_FIRST = ("Maria", "James", "Aiko", "Lars", "Fatima", "Chen", "Olga", "Diego", "Amara", "Noah", "Priya", "Tomasz")
-_LAST = ("Garcia", "Smith", "Tanaka", "Berg", "Haddad", "Wang", "Ivanova", "Silva", "Okafor", "Novak", "Patel",
-         "Kowalski")
-_DOMAINS = ("example.com", "mail.example.org", "corp.example.net")
-_TIERS = ("bronze", "silver", "gold", "platinum")
-_CITIES = (("Lisbon", "PT"), ("Berlin", "DE"), ("Osaka", "JP"), ("Oslo", "NO"), ("Lagos", "NG"), ("Austin", "US"),
-           ("Krakow", "PL"), ("Pune", "IN"), ("Lyon", "FR"), ("Toronto", "CA"))
-_STEP_MS = 40  # event time between two changes
+#: The headers of every record: (key, value); the value None is the event's op.
+HEADERS = (("__op", None), ("__table", "public.customers"), ("schema.version", "2"))
 
 
 class DemoError(RuntimeError):
@@ -62,17 +71,14 @@ class VerificationError(DemoError):
 class _Paths:
     def __init__(self, data_dir: str | os.PathLike[str]) -> None:
         self.root = Path(data_dir)
-        self.logs, self.input, self.state = self.root / "logs", self.root / "input", self.root / "demo-state.json"
+        self.logs, self.state = self.root / "logs", self.root / "demo-state.json"
+        self.kafka_copy = self.root / "kafka-cleaner"
 
     def partition_dirs(self) -> list[Path]:
         """The topic's partition directories (the engine's rule), by partition."""
         if not self.logs.is_dir():
             return []
         return [Path(d.path) for d in log_dir_partitions(self.logs) if d.topic == TOPIC]
-
-
-def _round_dir(paths: _Paths, rnd: dict[str, Any]) -> str:
-    return str(paths.input / f"round-{rnd['round']:04d}")
 
 
 def _topic_config(state: dict[str, Any]) -> dict[str, str]:
@@ -84,83 +90,58 @@ def _topic_config(state: dict[str, Any]) -> dict[str, str]:
     return {"cleanup.policy": "compact", "internal.segment.bytes": str(size), "max.message.bytes": str(size // 4)}
 
 
-# -- 1. generate and write ------------------------------------------------------------------
+# -- 1, 2. generate and write ---------------------------------------------------------------
 
 
-def generate(spark: SparkSession, rnd: dict[str, Any], slices: int) -> DataFrame:
-    """One round of change events (columns seq, key, op, ts_ms, value), a pure function of the
-    round's numbers: every random choice is a hash of (seed, seq) or (seed, customer id). The
-    result is partitioned by key and sorted by seq within each partition."""
-    seed, first = rnd["seed"], rnd["first_seq"]
-    seq, c = F.col("seq"), F.col("cid")
-
-    def unit(salt: str, of: Column = seq) -> Column:  # uniform in [0, 1)
-        return F.pmod(F.xxhash64(of, F.lit(seed), F.lit(salt)), F.lit(1 << 30)) / float(1 << 30)
-
-    def pick(options: tuple[str, ...], u: Column) -> Column:
-        return F.element_at(F.array(*map(F.lit, options)), (F.floor(u * len(options)) + 1).cast("int"))
-
-    # Hot and cold customers: the square of a uniform draw favours low ids, as real traffic does.
-    events = spark.range(first, first + rnd["events"], numPartitions=slices).select(
-        F.col("id").alias("seq"),
-        F.floor(F.pow(unit("key", F.col("id")), 2) * rnd["keys"]).cast("long").alias("cid"),
-        (unit("delete", F.col("id")) < rnd["delete_ratio"]).alias("is_delete"),
-    )
-    # Debezium's ops: c(reate) for a key's first change in the first round or after a delete,
-    # u(pdate), d(elete). In later rounds a key's first change is an upsert "u".
-    previous = F.lag("is_delete").over(Window.partitionBy("cid").orderBy("seq"))
-    op = (F.when(F.col("is_delete"), "d").when(previous.isNull(), "c" if rnd["round"] == 1 else "u")
-          .when(previous, "c").otherwise("u"))
-    ts_ms = F.lit(rnd["start_ms"]) + (seq - first) * _STEP_MS
-    first_name, last_name, city = pick(_FIRST, unit("first", c)), pick(_LAST, unit("last", c)), unit("city")
-    row = F.struct(  # the row after the change: a name and email per customer, the rest changes
-        c.alias("id"),
-        F.concat_ws(" ", first_name, last_name).alias("name"),
-        F.concat_ws(".", F.lower(first_name), F.lower(last_name), c.cast("string")).alias("email_user"),
-        pick(_DOMAINS, unit("domain", c)).alias("email_domain"),
-        pick(_TIERS, unit("tier")).alias("tier"),
-        pick(tuple(name for name, _ in _CITIES), city).alias("city"),
-        pick(tuple(cc for _, cc in _CITIES), city).alias("country"),
-        F.pmod(F.xxhash64(seq, F.lit(seed), F.lit("balance")), F.lit(5_000_000)).alias("balance_cents"),
-        (unit("opt_in") < 0.6).alias("marketing_opt_in"),
-        ts_ms.alias("updated_at"),
-        seq.alias("lsn"),
-    )
-    return events.select(
-        "seq",
-        F.format_string("customer-%07d", c).alias("key"),
-        op.alias("op"),
-        ts_ms.alias("ts_ms"),
-        F.when(F.col("is_delete"), F.lit(None)).otherwise(F.to_json(row)).alias("value"),
-    ).sortWithinPartitions("seq")
+def _header_bytes() -> int:
+    return sum(len(k) + len(v or "") for k, v in HEADERS)
 
 
-def _write_round(spark: SparkSession, paths: _Paths, state: dict[str, Any], rnd: dict[str, Any]) -> None:
-    events = generate(spark, rnd, spark.sparkContext.defaultParallelism).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        events.write.mode("overwrite").option("compression", "zstd").parquet(_round_dir(paths, rnd))
+def _write_round(spark: SparkSession, paths: _Paths, state: dict[str, Any], rnd: dict[str, Any]) -> list[Step]:
+    """Generates the round's events into Spark's block manager (one job: a local checkpoint,
+    which keeps Spark's rows as they are, where a cache would first encode them into columns,
+    taking about twice as long), then writes them (another job); returns the two steps. The generate step's bytes are the
+    events' keys, values and headers."""
+    t0 = time.perf_counter()
+    # One job: the counts are observed while the checkpoint is written. Its blocks go when the
+    # DataFrame does (Spark's ContextCleaner).
+    counts = Observation("generated")
+    events = (generate(spark, rnd, state["partitions"], spark.sparkContext.defaultParallelism)
+              .observe(counts, F.count(F.lit(1)).alias("n"),
+                       F.sum(F.length("key") + F.coalesce(F.length("value"), F.lit(0))).alias("bytes"))
+              .localCheckpoint())
+    n, payload = counts.get["n"], counts.get["bytes"] or 0
+    generated = Step("Spark: generate", time.perf_counter() - t0, n, payload + n * _header_bytes())
 
-        def header(name: str, value: Column) -> Column:
-            return F.struct(F.lit(name).alias("key"), value.cast("binary").alias("value"))
+    def header(name: str, value: Column) -> Column:
+        return F.struct(F.lit(name).alias("key"), value.cast("binary").alias("value"))
 
-        headers = F.array(header("__op", F.col("op")), header("__table", F.lit("public.customers")),
-                          header("schema.version", F.lit("2")))
-        # Every event of a key is in one task, in sequence order (generate's partitioning): the
-        # log holds each key's changes in the order they happened, whatever the tasks' interleaving.
-        (events.select("key", "value", headers.alias("headers"))
-            .write.format("kafkalog").mode("append")
-            .option("path", str(paths.logs)).option("topic", TOPIC).option("partitions", str(state["partitions"]))
-            .option("compression.type", state["compression"]).options(**_topic_config(state)).save())
-    finally:
-        events.unpersist()
+    headers = F.array(*(header(k, F.col("op") if v is None else F.lit(v)) for k, v in HEADERS))
+    size_before = sum(read_layout(p).size for p in paths.partition_dirs())
+    t0 = time.perf_counter()
+    # Each Kafka partition is in one task, in sequence order (generate's partitioning), and the
+    # partition column is Kafka's partitioner on the key: every partition gets its records in
+    # one order, from one writer.
+    (events.select("key", "value", headers.alias("headers"), "partition")
+        .write.format("kafkalog").mode("append")
+        .option("path", str(paths.logs)).option("topic", TOPIC).option("partitions", str(state["partitions"]))
+        .option("compression.type", state["compression"]).options(**_topic_config(state)).save())
+    seconds = time.perf_counter() - t0
+    written = sum(read_layout(p).size for p in paths.partition_dirs()) - size_before
+    return [generated, Step("kafkalog: write", seconds, n, written)]
 
 
-# -- 3. verify ------------------------------------------------------------------------------
+# -- 4. read and verify ---------------------------------------------------------------------
 
 
-def verify(spark: SparkSession, data_dir: str | os.PathLike[str]) -> Verification:
-    """Reads the topic through the data source and checks it against every round's input
-    (Parquet in DATA_DIR/input); raises VerificationError on any difference. The latest event of
+def _read_topic(spark: SparkSession, paths: _Paths) -> DataFrame:
+    return spark.read.format("kafkalog").option("path", str(paths.logs)).option("subscribe", TOPIC).load()
+
+
+def verify(spark: SparkSession, data_dir: str | os.PathLike[str], log: DataFrame | None = None) -> Verification:
+    """Checks the topic (``log``: its rows as the data source reads them, read here when not
+    given) against the latest event the generator made for each key over every round in
+    DATA_DIR/demo-state.json; raises VerificationError on any difference. The latest event of
     a key is the one with the highest offset in the log and with the highest seq in the input:
     the write keeps a key's events in one task, in seq order, so both orders agree."""
     from . import spark as kafkalog_spark
@@ -168,13 +149,12 @@ def verify(spark: SparkSession, data_dir: str | os.PathLike[str]) -> Verificatio
     kafkalog_spark.register(spark)
     paths = _Paths(data_dir)
     state = json.loads(paths.state.read_text())
-    rounds = [_round_dir(paths, r) for r in state["rounds"]]
-    expected = (spark.read.parquet(*rounds).groupBy("key").agg(F.max(F.struct("seq", "value")).alias("last"))
-                .select(F.col("key").cast("binary").alias("key"), F.col("last.value").cast("binary").alias("expected"),
-                        F.lit(True).alias("in_input")))
+    expected = latest_per_key(spark, state["rounds"], spark.sparkContext.defaultParallelism).select(
+        F.col("key").cast("binary").alias("key"), F.col("value").cast("binary").alias("expected"),
+        F.lit(True).alias("in_input"))
     cleaned = [c for p, o in state.get("cleaned_to", {}).items() for c in (F.lit(int(p)), F.lit(o).cast("long"))]
     cleaned_to = F.coalesce(F.create_map(*cleaned)[F.col("partition")], F.lit(-1)) if cleaned else F.lit(-1)
-    log = spark.read.format("kafkalog").option("path", str(paths.logs)).option("subscribe", TOPIC).load()
+    log = _read_topic(spark, paths) if log is None else log
     actual = log.groupBy("key").agg(
         F.max(F.struct("offset", "value")).alias("last"),
         F.count("*").alias("n"),
@@ -224,39 +204,40 @@ def run(
     segment_bytes: int = 2 << 20,
     compression: str = "lz4",
     seed: int = 7,
+    kafka_cleaner: KafkaCleaner | str | None = None,
 ) -> DemoSummary:
-    """Generates a round of events, writes, compacts, verifies, saves the picture (default
-    DATA_DIR/compaction.png) and returns the numbers. ``append`` keeps the topic (its
-    partitions, segment size and codec) and the earlier rounds. Raises VerificationError when
-    the topic disagrees with the input, DemoError when a partition fails to compact."""
+    """Generates a round of events, writes, compacts, reads, verifies, saves the picture
+    (default DATA_DIR/compaction.png) and returns the numbers. ``append`` keeps the topic (its
+    partitions, segment size and codec) and the earlier rounds. ``kafka_cleaner``: Kafka's
+    cleaner to run on a copy of the topic (a fresh run's only), or the note saying why not
+    (:func:`kafkalog.demo_kafka.find_kafka_cleaner`); None leaves the comparison out. Raises
+    VerificationError when the topic disagrees with the input, DemoError when a partition fails
+    to compact."""
     from . import spark as kafkalog_spark
 
-    if events <= 0 or keys <= 0 or partitions <= 0 or not 0 <= delete_ratio < 1:
-        raise DemoError("events, keys and partitions must be positive, delete_ratio in [0, 1)")
+    if events <= 0 or not 0 < keys <= MAX_KEYS or partitions <= 0 or not 0 <= delete_ratio < 1:
+        raise DemoError(f"events and partitions must be positive, keys in [1, {MAX_KEYS:,}], delete_ratio in [0, 1)")
     kafkalog_spark.register(spark)
     paths = _Paths(data_dir)
     state = _start(paths, append, partitions, segment_bytes, compression)
     last = state["rounds"][-1] if state["rounds"] else None
-    start_ms = int(time.time() * 1000) - events * _STEP_MS  # this round's events end about now
     rnd: dict[str, Any] = {
         "round": len(state["rounds"]) + 1, "seed": seed + len(state["rounds"]), "events": events, "keys": keys,
         "delete_ratio": delete_ratio, "first_seq": last["first_seq"] + last["events"] if last else 0,
-        "start_ms": max(start_ms, last["start_ms"] + last["events"] * _STEP_MS) if last else start_ms,
+        "start_ms": last["start_ms"] + last["events"] * STEP_MS if last else EPOCH_MS,
     }
-
-    size_before = sum(read_layout(p).size for p in paths.partition_dirs())
-    t0 = time.perf_counter()
-    _write_round(spark, paths, state, rnd)
+    steps = _write_round(spark, paths, state, rnd)
     state["rounds"].append(rnd)
     paths.state.write_text(json.dumps(state, indent=1))
     layouts = {lay.partition: lay for lay in map(read_layout, paths.partition_dirs())}
-    written = sum(x.size for x in layouts.values()) - size_before
-    steps = [Step("generate+write", time.perf_counter() - t0, events, written)]
+    if isinstance(kafka_cleaner, KafkaCleaner) and rnd["round"] > 1:
+        kafka_cleaner = "compared on a fresh run only (this round adds to a topic cleaned before)"
+    copies = copy_partitions(paths.partition_dirs(), paths.kafka_copy) if isinstance(kafka_cleaner, KafkaCleaner) else []
 
     t0 = time.perf_counter()
     results = kafkalog_spark.compact(spark, str(paths.logs), topics=[TOPIC], config=_topic_config(state)).collect()
-    steps.append(Step("compact", time.perf_counter() - t0, sum(r["records_before"] for r in results),
-                      sum(r["bytes_before"] for r in results)))
+    compacted = Step("kafkalog: compact", time.perf_counter() - t0, sum(r["records_before"] for r in results),
+                     sum(r["bytes_before"] for r in results))
     failed = [f"{r['topic']}-{r['partition']}: {r['error']}" for r in results if r["error"]]
     if failed:
         raise DemoError("compaction failed: " + "; ".join(failed))
@@ -271,22 +252,48 @@ def run(
     bytes_after = sum(r["bytes_after"] for r in results)
 
     t0 = time.perf_counter()
-    checked = verify(spark, paths.root)
-    steps.append(Step("read+verify", time.perf_counter() - t0, checked.records_read, bytes_after))
+    log = _read_topic(spark, paths).persist(StorageLevel.MEMORY_ONLY)
+    try:
+        records_read = log.count()
+        steps += [compacted, Step("kafkalog: read", time.perf_counter() - t0, records_read, bytes_after)]
+        t0 = time.perf_counter()
+        checked = verify(spark, paths.root, log)
+        steps.append(Step("Spark: verify", time.perf_counter() - t0, checked.records_read, bytes_after))
+    finally:
+        log.unpersist()
 
+    comparison = _compare_with_kafka(kafka_cleaner, paths, copies, state, results)
     total = sum(r["events"] for r in state["rounds"])
     picture_path = str(picture if picture is not None else paths.root / "compaction.png")
     Path(picture_path).parent.mkdir(parents=True, exist_ok=True)
     save_picture(picture_path, TOPIC, before, after, f"{TOPIC}: clean / dirty / uncleanable bytes per partition, "
                  f"before and after compaction (round {rnd['round']}, {total:,} events)")
-    return DemoSummary(str(paths.root), TOPIC, rnd["round"], events, total, state["partitions"], steps[1].records,
-                       sum(r["records_after"] for r in results), steps[1].bytes, bytes_after, tuple(steps), checked,
-                       before, after, picture_path)
+    return DemoSummary(str(paths.root), TOPIC, rnd["round"], events, total, state["partitions"], compacted.records,
+                       sum(r["records_after"] for r in results), compacted.bytes, bytes_after, tuple(steps), checked,
+                       before, after, picture_path, comparison)
+
+
+def _compare_with_kafka(kafka_cleaner: KafkaCleaner | str | None, paths: _Paths, copies: list[Path],
+                        state: dict[str, Any], results: list[Any]) -> KafkaComparison | None:
+    """Kafka's cleaner on the copies, beside the compact job's own cleans (see
+    :mod:`kafkalog.demo_kafka`); the copies are removed afterwards."""
+    if kafka_cleaner is None:
+        return None
+    if isinstance(kafka_cleaner, str):
+        return KafkaComparison(None, kafka_cleaner, 0.0, 0, 0)
+    mine = (sum(r["duration_ms"] for r in results) / 1000, sum(r["messages_written"] for r in results),
+            sum(r["bytes_before"] for r in results))
+    try:
+        return KafkaComparison(kafka_cleaner.clean(copies, _topic_config(state)), None, *mine)
+    except Exception as e:  # noqa: BLE001 (the harness's HarnessError: reported on the line, the demo goes on)
+        return KafkaComparison(None, f"Kafka's cleaner failed: {str(e).strip().splitlines()[0]}", *mine)
+    finally:
+        shutil.rmtree(paths.kafka_copy, ignore_errors=True)
 
 
 def _start(paths: _Paths, append: bool, partitions: int, segment_bytes: int, compression: str) -> dict[str, Any]:
     """The demo's state: the saved one with ``append``, else a fresh one (the demo's topic,
-    input copies and state removed; ``append`` on an empty DATA_DIR starts fresh too)."""
+    state and leftovers removed; ``append`` on an empty DATA_DIR starts fresh too)."""
     if append and paths.state.exists():
         state: dict[str, Any] = json.loads(paths.state.read_text())
         if state["partitions"] != partitions:
@@ -295,7 +302,7 @@ def _start(paths: _Paths, append: bool, partitions: int, segment_bytes: int, com
         return state
     if append and paths.partition_dirs():
         raise DemoError(f"--append: {paths.state} is missing, so the rounds in {paths.logs} are unknown")
-    for p in (paths.logs, paths.input):
+    for p in (paths.logs, paths.root / "input", paths.kafka_copy):  # input/: older demos' copies of the events
         shutil.rmtree(p, ignore_errors=True)
     paths.state.unlink(missing_ok=True)
     paths.root.mkdir(parents=True, exist_ok=True)
@@ -340,7 +347,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m kafkalog.demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add = parser.add_argument
-    add("--data-dir", default="demo-data", help="the topic, input copies, state and picture (default demo-data)")
+    add("--data-dir", default="demo-data", help="the topic, its state and the picture (default demo-data)")
     add("--events", type=int, default=1_000_000, help="change events in this round (default 1,000,000)")
     add("--keys", type=int, default=100_000, help="customer keys the events pick from (default 100,000)")
     add("--partitions", type=int, default=4, help="partitions of the topic (default 4; --append keeps them)")
@@ -352,8 +359,12 @@ def main(argv: list[str] | None = None) -> None:
     add("--picture", metavar="PATH", help="where to save the PNG (default DATA_DIR/compaction.png)")
     add("--append", action="store_true",
         help="add a round of events to the existing topic (same partitions, segment size and codec), compact, and "
-        "verify against every round so far; without it a run starts fresh: it removes the demo's topic, input "
-        "copies and state in DATA_DIR first")
+        "verify against every round so far; without it a run starts fresh: it removes the demo's topic and state "
+        "in DATA_DIR first")
+    add("--no-kafka-cleaner", action="store_true",
+        help="leave out the line comparing the clean with Apache Kafka's own cleaner on a copy of the topic (it "
+        "needs java, javac, mvn and the Kafka jars that `make test-interop` fetches; without them it is skipped "
+        "with a note)")
     add("--master", help="Spark master URL, e.g. spark://host:7077 for a standalone cluster whose executors share "
         "DATA_DIR's file system (default local[2])")
     args = parser.parse_args(argv)
@@ -361,13 +372,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"kafkalog demo ({'appending a round' if args.append else 'fresh'}): {args.events:,} change events over "
           f"{args.keys:,} customer keys, {args.delete_ratio:.0%} deletes -> topic {TOPIC} in {args.data_dir}/logs",
           flush=True)
+    kafka_cleaner = None if args.no_kafka_cleaner else find_kafka_cleaner()
     t0 = time.perf_counter()
     spark = build_session(args.data_dir, master=args.master)
     print(f"Spark {spark.version} {spark.sparkContext.master} started in {time.perf_counter() - t0:.1f} s", flush=True)
     try:
         summary = run(spark, args.data_dir, events=args.events, keys=args.keys, partitions=args.partitions,
                       delete_ratio=args.delete_ratio, picture=args.picture, append=args.append,
-                      segment_bytes=args.segment_bytes, compression=args.compression)
+                      segment_bytes=args.segment_bytes, compression=args.compression, kafka_cleaner=kafka_cleaner)
     except DemoError as e:
         print(f"\nFAILED: {e}", file=sys.stderr)
         sys.exit(1)
@@ -376,7 +388,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"round {summary.round}: {summary.total_events:,} events written to the topic so far "
           f"({summary.partitions} partitions)\n")
     print(format_summary(summary))
-    print(f"total {time.perf_counter() - t0:.1f} s")
+    print(f"total {time.perf_counter() - _STARTED:.1f} s (Python start, imports and Spark's start included)")
 
 
 if __name__ == "__main__":

@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from .demo_kafka import KafkaCleanerResult
 from .log import UnifiedLog
 
-__all__ = ["Sections", "SegmentLayout", "Step", "Verification", "DemoSummary", "read_layout", "sections",
-           "save_picture", "format_summary"]
+__all__ = ["Sections", "SegmentLayout", "Step", "Verification", "KafkaComparison", "DemoSummary", "read_layout",
+           "sections", "save_picture", "format_summary"]
 
 _COLOURS = {"clean": "#3a9d5d", "dirty": "#e8a33d", "uncleanable": "#9aa0a6"}
 
@@ -76,6 +77,21 @@ class Verification:
 
 
 @dataclass(frozen=True)
+class KafkaComparison:
+    """The compact step's cleans beside Kafka's cleaner on a copy of the same topic
+    (:mod:`kafkalog.demo_kafka`): ``kafka`` is None when it was skipped or failed, and ``note``
+    says why. ``kafkalog_seconds`` sums the compact tasks' ``duration_ms`` (each log's open to
+    its close), ``kafkalog_kept`` their ``messages_written``; ``bytes`` is the topic's size
+    before the clean."""
+
+    kafka: KafkaCleanerResult | None
+    note: str | None
+    kafkalog_seconds: float
+    kafkalog_kept: int
+    bytes: int
+
+
+@dataclass(frozen=True)
 class DemoSummary:
     """One run of the demo: ``records_*`` / ``bytes_*`` are the topic's before and after the
     compaction (the compact job's counts), sections per partition as in the module doc."""
@@ -95,6 +111,7 @@ class DemoSummary:
     sections_before: tuple[tuple[int, Sections], ...]
     sections_after: tuple[tuple[int, Sections], ...]
     picture: str
+    kafka: KafkaComparison | None = None
 
     @property
     def record_reduction(self) -> float:
@@ -184,9 +201,15 @@ def format_summary(s: DemoSummary) -> str:
     """The table ``make demo`` prints."""
     v, topic = s.verification, s.topic
     lines = [
-        f"{'step':<16}{'time':>9}{'records':>13}{'MB':>10}{'records/s':>13}{'MB/s':>8}",
-        *(f"{st.name:<16}{st.seconds:>7.1f} s{st.records:>13,}{st.bytes / 1e6:>10.1f}"
+        f"{'step':<19}{'time':>9}{'records':>13}{'MB':>10}{'records/s':>13}{'MB/s':>8}",
+        *(f"{st.name:<19}{st.seconds:>7.1f} s{st.records:>13,}{st.bytes / 1e6:>10.1f}"
           f"{st.records / st.seconds:>13,.0f}{st.bytes / 1e6 / st.seconds:>8.1f}" for st in s.steps),
+        "(MB: generate, the events' keys, values and headers; kafkalog's steps and verify, the topic's log "
+        "segments)",
+    ]
+    if s.kafka is not None:
+        lines.append(_kafka_line(s.kafka))
+    lines += [
         "",
         f"{'topic ' + topic:<16}{'before':>13}{'after':>13}{'reduction':>11}",
         f"{'records':<16}{s.records_before:>13,}{s.records_after:>13,}{s.record_reduction:>10.1%}",
@@ -199,10 +222,21 @@ def format_summary(s: DemoSummary) -> str:
             f"{f'{getattr(b, k) / 1e6:.1f} -> {getattr(a, k) / 1e6:.1f}':>16}" for k in Sections._fields))
     lines += [
         "",
-        f"verified: the latest value of each of {v.keys:,} keys equals a groupBy over all {s.total_events:,} input "
-        "events "
+        f"verified: the latest value of each of {v.keys:,} keys equals the latest of all {s.total_events:,} "
+        "generated events "
         f"({v.live_keys:,} live, {v.deleted_keys:,} deleted and without a value; {v.tombstones:,} tombstones kept "
         "until delete.retention.ms passes)",
         f"picture: {s.picture}",
     ]
     return "\n".join(lines)
+
+
+def _kafka_line(k: KafkaComparison) -> str:
+    if k.kafka is None:
+        return f"Kafka's own cleaner: skipped: {k.note}"
+    theirs, mb = k.kafka, k.bytes / 1e6
+    kept = (f"both kept {k.kafkalog_kept:,} records" if theirs.messages_written == k.kafkalog_kept
+            else f"kept {theirs.messages_written:,} (Kafka) and {k.kafkalog_kept:,} (kafkalog) records")
+    return (f"Kafka {theirs.version}'s own cleaner on a copy of the topic: {theirs.seconds:.2f} s in doClean "
+            f"({mb / max(theirs.seconds, 1e-6):.0f} MB/s, one thread); kafkalog's cleaner {k.kafkalog_seconds:.2f} s in the compact "
+            f"tasks ({mb / max(k.kafkalog_seconds, 1e-6):.0f} MB/s), both summed over {theirs.partitions} partitions; {kept}")

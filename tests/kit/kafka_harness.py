@@ -79,6 +79,20 @@ def fetch_jars() -> Path:
     return lib
 
 
+def cached_jars() -> Path | None:
+    """The lib directory when fetch-deps.sh would find its cache current (the stamp holds
+    pom.xml's sha256, and the Kafka jars are there), else None. Runs nothing and fetches
+    nothing: for callers that must not download (the demo's Kafka line)."""
+    lib, stamp = CACHE / "lib", CACHE / "deps.stamp"
+    try:
+        current = stamp.read_text().strip() == hashlib.sha256((JVM / "pom.xml").read_bytes()).hexdigest()
+    except OSError:
+        return None
+    if not current or not any(lib.glob("kafka_2.13-*.jar")) or not any(lib.glob("kafka-tools-*.jar")):
+        return None
+    return lib
+
+
 def kafka_version(lib: Path) -> str:
     (jar,) = lib.glob("kafka_2.13-*.jar")
     return jar.name[len("kafka_2.13-") : -len(".jar")]

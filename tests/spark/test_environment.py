@@ -107,3 +107,18 @@ def test_the_column_functions_name_the_fix_without_pyspark(monkeypatch: pytest.M
     monkeypatch.delitem(sys.modules, "kafkalog.spark.functions", raising=False)
     with pytest.raises(SparkUnavailableError, match=r"pip install 'kafkalog\[spark\]'"):
         import kafkalog.spark.functions  # noqa: F401
+
+
+def test_the_demo_without_java_names_the_fix(tmp_path: Path) -> None:
+    """`make demo` on a machine without Java stops before Spark starts, with the fix."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path)  # no java on it
+    done = subprocess.run(
+        [sys.executable, "-m", "kafkalog.demo", "--data-dir", str(tmp_path / "demo")],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "SparkUnavailableError: Spark needs Java 17 or newer, but JAVA_HOME is not set" in done.stderr, done.stderr
+    assert not (tmp_path / "demo").exists(), "nothing started"
