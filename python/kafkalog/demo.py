@@ -236,6 +236,9 @@ def run(
 
     t0 = time.perf_counter()
     results = kafkalog_spark.compact(spark, str(paths.logs), topics=[TOPIC], config=_topic_config(state)).collect()
+    skipped = [f"{r['topic']}-{r['partition']}: {r['skipped']}" for r in results if r["skipped"]]
+    if skipped:
+        raise DemoError("compaction skipped partitions: " + "; ".join(skipped))
     compacted = Step("kafkalog: compact", time.perf_counter() - t0, sum(r["records_before"] for r in results),
                      sum(r["bytes_before"] for r in results))
     failed = [f"{r['topic']}-{r['partition']}: {r['error']}" for r in results if r["error"]]

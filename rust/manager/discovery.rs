@@ -21,12 +21,13 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::checkpoint::cleaner_checkpoint::UPDATE_LOCK_TIMEOUT;
 use crate::error::{Error, Result};
 use crate::file_names::{
     parse_dir_name, parse_topic_partition_name, validate_topic_name, TopicPartition, DELETE_DIR_SUFFIX,
     FUTURE_DIR_SUFFIX, LOCK_FILE, LOG_FILE_SUFFIX, PARTITION_METADATA_FILE, STRAY_DIR_SUFFIX,
 };
-use crate::util::file::{FileLock, LockState};
+use crate::util::file::{DirLock, FileLock, LockState};
 use crate::util::lock_holder;
 
 /// What a partition directory's name says it is (the suffix `LogManager.loadLogs` tests).
@@ -217,9 +218,23 @@ pub struct LockProbe {
 /// lock `LogManager` takes ([`crate::util::file::FileLock`]), tested without taking it and
 /// without creating the file. A missing lock file or log dir is not held.
 ///
+/// An on-demand clean updating the log dir's `cleaner-offset-checkpoint` holds `.lock` for a
+/// moment too, always under the log dir's own `flock`
+/// ([`crate::checkpoint::cleaner_checkpoint`]); the probe takes that `flock` first (waiting
+/// as the updates do), so it never mistakes such an update for a `LogManager`.
+///
 /// # Errors
-/// `Io` naming the lock file when it exists but cannot be opened or tested.
+/// `Io` naming the lock file when it exists but cannot be opened or tested; `LogDirLocked`
+/// if an update holds the log dir's `flock` past [`UPDATE_LOCK_TIMEOUT`].
 pub fn probe_log_dir_lock(log_dir: &Path) -> Result<LockProbe> {
+    probe_log_dir_lock_with(log_dir, &|| {})
+}
+
+/// [`probe_log_dir_lock`], calling `on_wait` once if it finds the log dir's `flock` held (a
+/// test seam).
+pub(crate) fn probe_log_dir_lock_with(log_dir: &Path, on_wait: &dyn Fn()) -> Result<LockProbe> {
+    let _updates =
+        if log_dir.is_dir() { Some(DirLock::lock_waiting(log_dir, UPDATE_LOCK_TIMEOUT, on_wait)?) } else { None };
     let lock_file = log_dir.join(LOCK_FILE);
     let (held, pid) = match FileLock::probe(&lock_file)? {
         LockState::Free => (false, None),
@@ -416,5 +431,28 @@ mod tests {
         drop(lock);
         assert!(!probe_log_dir_lock(tmp.path()).unwrap().held);
         assert!(!probe_log_dir_lock(&tmp.path().join("missing")).unwrap().held);
+    }
+
+    /// An on-demand checkpoint update holds `.lock` only under the log dir's `flock`: the probe
+    /// waits for that `flock` (the seam releases the update's locks, `.lock` first, as the
+    /// update drops them) and then finds `.lock` free, instead of reporting the update as a
+    /// `LogManager`.
+    #[test]
+    fn the_lock_probe_waits_out_an_on_demand_checkpoint_update() {
+        let tmp = tempfile::tempdir().unwrap();
+        let update = std::sync::Mutex::new(Some((
+            DirLock::try_lock(tmp.path()).unwrap(),
+            FileLock::try_lock(&tmp.path().join(LOCK_FILE)).unwrap(),
+        )));
+        let waited = std::cell::Cell::new(false);
+        let release = || {
+            waited.set(true);
+            let (dir_lock, lock_file) = update.lock().unwrap().take().expect("released once");
+            drop(lock_file);
+            drop(dir_lock);
+        };
+        let probe = probe_log_dir_lock_with(tmp.path(), &release).unwrap();
+        assert!(waited.get(), "the probe waited for the update's flock");
+        assert!(!probe.held, "{probe:?}");
     }
 }

@@ -169,7 +169,7 @@ def test_verification_fails_when_the_log_is_tampered_with(spark, fresh, tmp_path
 
 def records(data: Path) -> list[list[tuple]]:
     out = []
-    for d in sorted((data / "logs").iterdir()):
+    for d in sorted(p for p in (data / "logs").iterdir() if p.is_dir()):
         with kafkalog.UnifiedLog.open(d, read_only=True) as log:
             t = log.to_arrow()
         out.append(list(zip(*(t[c].to_pylist() for c in ("offset", "key", "value", "headers")))))
