@@ -98,7 +98,8 @@ class RowTaskWrite(TaskWrite):
             size = pc.sum(bounds).as_py() or 0
             if (pc.max(bounds).as_py() or 0) > self.opts.max_single_record:
                 part = cols.filter(mask)
-                refuse_what_cannot_fit(self.opts, part, bounds, lambda i, p=p: (topic, p), rows.subset(mask))
+                tp = (topic, p)
+                refuse_what_cannot_fit(self.opts, part, bounds, lambda _: tp, rows.subset(mask))
             records: list[NativeRecord]
             if h is not None:
                 records = list(zip(k.to_pylist(), v.to_pylist(), _native_headers(h, topic), repeat(None)))
