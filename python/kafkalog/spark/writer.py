@@ -8,6 +8,12 @@ Without a ``partition``, a non-null key goes where Kafka's default partitioner p
 (``toPositive(murmur2(key)) % numPartitions``) and null keys go round-robin. Each record gets a
 CreateTime timestamp of now, as a producer's record without one does.
 
+Each task (:class:`TaskWrite`) stays in Arrow: it computes every row's partition with
+:func:`kafkalog.arrow_write.partitions_for_keys` (murmur2 in Rust), splits the batch by a
+stable sort on the partition (each partition's rows keep their input order) and hands the
+slices to the sink, which appends them with :meth:`kafkalog.UnifiedLog.append_arrow`. The
+row-based writer this replaced is :mod:`kafkalog.spark.row_writer` (the bench's baseline).
+
 Delivery semantics: at least once, like Spark's Kafka sink. Each task appends its records to
 the logs as it goes (under the partition directory's lock, see :mod:`kafkalog.spark.sink`); a
 task that fails and is retried, or a job that fails after some tasks finished, leaves the
