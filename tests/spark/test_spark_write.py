@@ -301,3 +301,30 @@ def test_a_row_that_can_never_fit_is_named(spark: SparkSession, tmp_path: Path) 
     df = spark.createDataFrame([(b"k", b"v" * 900, [("h", b"x" * 100)])], "key binary, value binary, headers array<struct<key:string,value:binary>>")
     with pytest.raises(Exception, match=r"1 headers of 101 bytes.*the smaller of max.message.bytes=1000 and the segment size 1073741824 from segment.bytes"):
         write(df, tmp_path, topic="small-message", **{"max.message.bytes": "1000"})
+
+
+def test_arrow_and_row_based_writers_write_the_same_logs(spark: SparkSession, tmp_path: Path) -> None:
+    """The Arrow sink (``kafkalog``) and the row-based baseline (``kafkalog-rows``) put the same
+    records at the same offsets: 25,000 rows of one task, so three Arrow batches of Spark's
+    10,000, with keyed rows (Kafka's partitioner), null keys (round-robin from the task index,
+    the turn carried from batch to batch), rows with a given partition (which take no turn,
+    even with a null key), headers and null values."""
+    from kafkalog.spark.row_writer import KafkaLogRowDataSource
+
+    spark.dataSource.register(KafkaLogRowDataSource)
+    df = spark.range(25_000, numPartitions=1).selectExpr(
+        "case when id % 3 = 0 then null else concat('k', cast(id % 50 as string)) end as key",
+        "case when id % 11 = 0 then null else cast(id as string) end as value",
+        "case when id % 5 = 0 then 1 else null end as partition",
+        "case when id % 4 = 0 then array(named_struct('key', 'n', 'value', cast(cast(id as string) as binary))) end as headers",
+    )
+    write(df, tmp_path / "arrow", topic="same", partitions="7")
+    df.write.format("kafkalog-rows").mode("append").option("path", str(tmp_path / "rows")).option(
+        "topic", "same"
+    ).option("partitions", "7").save()
+    arrow, rows = read_back(spark, tmp_path / "arrow", "same"), read_back(spark, tmp_path / "rows", "same")
+    assert len(arrow) == 25_000 and arrow == rows
+    # the k-th row with neither key nor partition went to partition k % 7, in input order
+    robin = [i for i in range(25_000) if i % 3 == 0 and i % 5 != 0]
+    got = {int(v): p for p, _, k, v, _ in arrow if k is None and v is not None}
+    assert all(got[i] == k % 7 for k, i in enumerate(robin) if i % 11 != 0)

@@ -17,7 +17,8 @@ Reads return Spark's Kafka-source columns and take its option names (``subscribe
 ``subscribePattern``, ``assign``, ``startingOffsets``, ``endingOffsets``, the timestamp
 variants, ``failOnDataLoss``, ``includeHeaders``, ``minPartitions``, ``maxOffsetsPerTrigger``,
 ``kafka.isolation.level``), with ``path`` in place of ``kafka.bootstrap.servers``; see
-:mod:`kafkalog.spark.options`. Writes follow Spark's Kafka sink; see :mod:`kafkalog.spark.writer`
+:mod:`kafkalog.spark.options`. Writes, batch and streaming (``df.writeStream.format("kafkalog")``),
+follow Spark's Kafka sink; see :mod:`kafkalog.spark.writer`, :mod:`kafkalog.spark.stream_writer`
 and :mod:`kafkalog.spark.write_options`.
 
 Maintenance runs the native cleaner and retention as Spark jobs, one task per partition

@@ -8,6 +8,12 @@ When the buffer grows too big, and at the end of the task, the task first closes
 holds and then takes the remaining partitions one at a time, waiting for each lock: a task
 never waits while holding a lock, so tasks cannot deadlock. Records of one partition are
 appended in input order. No pyspark import.
+
+:class:`TaskSink` buffers Arrow record batches (columns ``key``, ``value``, ``headers``) and
+appends them with :meth:`kafkalog.UnifiedLog.append_arrow`: no Python object per record.
+:class:`RowTaskSink` buffers (key, value, headers, timestamp) tuples and appends them with the
+native row append; it is the row-based sink kept as the baseline of
+``benches/bench_spark_write.py``.
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
 
 from ..exceptions import InvalidRecordError, LogDirLockedError
 from ..log import UnifiedLog
@@ -23,7 +32,7 @@ from .batch_limits import grouping_size
 from .._native import log_dir_partitions
 from .write_options import WriteOptions
 
-__all__ = ["PartitionAppend", "TaskSink"]
+__all__ = ["PartitionAppend", "TaskSink", "RowTaskSink"]
 
 #: Records of v2 batches are grouped up to this many bytes, or less where a batch must be
 #: smaller to fit max.message.bytes and the segment size (see :mod:`.batch_limits`).
@@ -100,15 +109,16 @@ def ensure_topic(opts: WriteOptions, topic: str) -> dict[int, str]:
 
 
 class TaskSink:
-    """Buffers one task's records per partition and appends them (see the module doc). Not
-    thread-safe; one per task."""
+    """Buffers one task's Arrow rows per partition and appends them with ``append_arrow`` (see
+    the module doc). Not thread-safe; one per task."""
 
     def __init__(self, opts: WriteOptions, batch_bytes: int = BATCH_BYTES, flush_bytes: int = FLUSH_BYTES) -> None:
         self.opts = opts
         self.batch_bytes = batch_bytes
         self.flush_bytes = flush_bytes
         self.topics: dict[str, dict[int, str]] = {}
-        self.pending: dict[_TP, list[NativeRecord]] = {}
+        self.pending: dict[_TP, list[Any]] = {}
+        self.pending_rows: dict[_TP, int] = {}
         self.pending_sizes: dict[_TP, int] = {}
         self.pending_bytes = 0
         self.open_logs: dict[_TP, UnifiedLog] = {}
@@ -120,12 +130,18 @@ class TaskSink:
             dirs = self.topics[topic] = ensure_topic(self.opts, topic)
         return dirs
 
-    def add(self, tp: _TP, records: list[NativeRecord], size: int) -> None:
-        """Buffers ``records`` (at most ``size`` bytes encoded) for partition ``tp``."""
+    def check_partition(self, tp: _TP) -> None:
+        """Raises InvalidRecordError when ``tp`` is not a partition of its topic."""
         if tp[1] not in self.partitions_of(tp[0]):
             count = len(self.partitions_of(tp[0]))
             raise InvalidRecordError(f"partition {tp[1]} of topic {tp[0]!r} does not exist (the topic has {count})")
-        self.pending.setdefault(tp, []).extend(records)
+
+    def add(self, tp: _TP, rows: Any, count: int, size: int) -> None:
+        """Buffers ``rows`` (``count`` of them, at most ``size`` bytes encoded) for partition
+        ``tp``: a pyarrow RecordBatch here, a list of native tuples in :class:`RowTaskSink`."""
+        self.check_partition(tp)
+        self.pending.setdefault(tp, []).append(rows)
+        self.pending_rows[tp] = self.pending_rows.get(tp, 0) + count
         self.pending_sizes[tp] = self.pending_sizes.get(tp, 0) + size
         self.pending_bytes += size
 
@@ -150,25 +166,30 @@ class TaskSink:
         for log in logs.values():
             log.close()
 
+    def _batch_size(self) -> int:
+        # Batches are sized to fit max.message.bytes and the segment size (the writer refused
+        # every record that cannot fit alone before buffering it).
+        return grouping_size(self.opts.batch_limit.bytes, self.opts.compression, self.batch_bytes)
+
+    def _write(self, log: UnifiedLog, chunks: list[Any]) -> tuple[int, int]:
+        """Appends the buffered ``chunks`` of one partition; returns the first and last offset.
+        The leader epoch is the partition's latest (0 for a new one): an older epoch would be
+        refused as a stale leader's (FencedLeaderEpochError), e.g. in a partition Kafka wrote."""
+        table = pa.Table.from_batches(chunks)
+        info = log.append_arrow(table, compression=self.opts.compression, batch_size=self._batch_size())
+        return info.first_offset, info.last_offset
+
     def _append(self, log: UnifiedLog, tp: _TP) -> None:
-        records = self.pending.pop(tp)
+        chunks = self.pending.pop(tp)
+        rows = self.pending_rows.pop(tp)
         self.pending_bytes -= self.pending_sizes.pop(tp)
-        # The native append straight from the routed tuples: UnifiedLog.append would check and
-        # rebuild every record once more in Python. Batches are sized to fit max.message.bytes
-        # and the segment size (the writer refused every record that cannot fit alone).
-        batch_size = grouping_size(self.opts.batch_limit.bytes, self.opts.compression, self.batch_bytes)
-        # Appended in the partition's latest leader epoch (0 for a new one): an older epoch would
-        # be refused as a stale leader's (FencedLeaderEpochError), e.g. in a partition Kafka wrote.
-        epoch = log._log.latest_epoch
-        info = log._log.append_records(
-            records, self.opts.compression, 0 if epoch is None else epoch, batch_size, int(time.time() * 1000)
-        )
+        first, last = self._write(log, chunks)
         seen = self.appended.get(tp)
         if seen is None:
-            self.appended[tp] = [info.first_offset, info.last_offset, len(records)]
+            self.appended[tp] = [first, last, rows]
         else:
-            seen[1] = info.last_offset
-            seen[2] += len(records)
+            seen[1] = last
+            seen[2] += rows
 
     def _drain(self, *, wait: bool) -> None:
         if not wait:
@@ -191,3 +212,16 @@ class TaskSink:
                 self._append(log, tp)
             finally:
                 log.close()
+
+
+class RowTaskSink(TaskSink):
+    """The row-based sink (the bench's baseline): buffers lists of :data:`NativeRecord` tuples
+    and appends them with the native row append. Not thread-safe; one per task."""
+
+    def _write(self, log: UnifiedLog, chunks: list[Any]) -> tuple[int, int]:
+        records: list[NativeRecord] = [r for chunk in chunks for r in chunk]
+        epoch = log._log.latest_epoch
+        info = log._log.append_records(
+            records, self.opts.compression, 0 if epoch is None else epoch, self._batch_size(), int(time.time() * 1000)
+        )
+        return info.first_offset, info.last_offset

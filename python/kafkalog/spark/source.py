@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -27,6 +33,7 @@ from .options import parse_bool, parse_read_options
 from .reader import KafkaLogBatchReader, freeze_gc_in_reused_worker
 from .sink import ensure_topic
 from .write_options import parse_write_options
+from .write_options import WriteOptions
 from .writer import KafkaLogWriter, check_write_schema
 
 __all__ = ["KafkaLogDataSource", "kafka_schema"]
@@ -86,8 +93,18 @@ class KafkaLogDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if overwrite:
             raise InvalidOptionError("mode", "overwrite", "kafkalog only appends, as Spark's Kafka sink: use mode('append')")
+        return KafkaLogWriter(self._write_options(schema))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """Streaming writes; ``overwrite`` (complete mode) appends too, as Spark's Kafka sink
+        (its truncate does nothing): see :mod:`kafkalog.spark.stream_writer`."""
+        from .stream_writer import KafkaLogStreamWriter
+
+        return KafkaLogStreamWriter(self._write_options(schema))
+
+    def _write_options(self, schema: StructType) -> WriteOptions:
         opts = parse_write_options(self.options)
         check_write_schema(schema, opts)
         if opts.topic is not None:
             ensure_topic(opts, opts.topic)  # create it once, here, with the write's configs
-        return KafkaLogWriter(opts)
+        return opts

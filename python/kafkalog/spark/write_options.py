@@ -19,6 +19,8 @@ Batches are at most ``min(max.message.bytes, segment size)`` bytes, what the eng
 (see :mod:`kafkalog.spark.batch_limits`); a row that cannot fit alone in a batch fails its
 task with RecordBatchTooLargeError naming the row.
 
+``checkpointLocation`` (a streaming write's, read by Spark itself) is ignored.
+
 Every other option must be a Kafka topic config (``cleanup.policy``, ``segment.bytes``,
 ``max.message.bytes``, ...), validated by kafkalog's LogConfig; it applies to the logs this
 write opens (kafkalog keeps no topic configs on disk, as Kafka keeps them in cluster metadata).
@@ -42,6 +44,9 @@ __all__ = ["WriteOptions", "parse_write_options", "PRODUCER_CODECS"]
 
 #: Kafka producer's compression.type values.
 PRODUCER_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+#: Options Spark reads itself and still hands the sink (lower case): not topic configs.
+SPARK_OWN_OPTIONS = frozenset({"checkpointlocation"})
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,8 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     config: dict[str, str] = {}
     for key, value in options.items():
         name = by_lower.get(key.lower())
+        if key.lower() in SPARK_OWN_OPTIONS:
+            continue
         if name is None:
             config[key.lower()] = str(value)
         else:

@@ -8,6 +8,12 @@ Without a ``partition``, a non-null key goes where Kafka's default partitioner p
 (``toPositive(murmur2(key)) % numPartitions``) and null keys go round-robin. Each record gets a
 CreateTime timestamp of now, as a producer's record without one does.
 
+Each task (:class:`TaskWrite`) stays in Arrow: it computes every row's partition with
+:func:`kafkalog.arrow_write.partitions_for_keys` (murmur2 in Rust), splits the batch by a
+stable sort on the partition (each partition's rows keep their input order) and hands the
+slices to the sink, which appends them with :meth:`kafkalog.UnifiedLog.append_arrow`. The
+row-based writer this replaced is :mod:`kafkalog.spark.row_writer` (the bench's baseline).
+
 Delivery semantics: at least once, like Spark's Kafka sink. Each task appends its records to
 the logs as it goes (under the partition directory's lock, see :mod:`kafkalog.spark.sink`); a
 task that fails and is retried, or a job that fails after some tasks finished, leaves the
@@ -17,9 +23,8 @@ read (or by key, through compaction) when that matters.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import repeat
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,13 +32,13 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
 from .. import _native
+from ..arrow_write import partitions_for_keys
 from ..exceptions import InvalidOptionError, InvalidRecordError, RecordBatchTooLargeError
 from .batch_limits import row_bounds
-from .partitioner import murmur2
-from .sink import NativeRecord, PartitionAppend, TaskSink
+from .sink import PartitionAppend, TaskSink
 from .write_options import WriteOptions
 
-__all__ = ["KafkaLogWriter", "KafkaLogCommitMessage", "check_write_schema"]
+__all__ = ["KafkaLogWriter", "KafkaLogCommitMessage", "TaskWrite", "check_write_schema", "sink_columns"]
 
 _HEADERS = ArrayType(StructType().add("key", StringType()).add("value", BinaryType()))
 
@@ -82,36 +87,6 @@ def _task_index() -> int:
     return ctx.partitionId() if ctx is not None else 0
 
 
-class _Router:
-    """Chooses each row's partition: the ``partition`` column, else Kafka's partitioner on
-    the key (memoised: change streams repeat keys), else round-robin for null keys."""
-
-    def __init__(self, first: int) -> None:
-        self.first = first
-        self.robin: dict[str, int] = {}
-        self.hashes: dict[bytes, int] = {}
-
-    def partitions(self, topic: str, count: int, keys: list[bytes | None], given: list[int | None] | None) -> list[int]:
-        hashes = self.hashes
-        if len(hashes) > 1_000_000:
-            hashes.clear()
-        out = []
-        for i, key in enumerate(keys):
-            p = given[i] if given is not None else None
-            if p is None:
-                if key is not None:
-                    h = hashes.get(key)
-                    if h is None:
-                        h = hashes[key] = murmur2(key) & 0x7FFFFFFF
-                    p = h % count
-                else:
-                    turn = self.robin.get(topic, self.first)
-                    self.robin[topic] = turn + 1
-                    p = turn % count
-            out.append(p)
-        return out
-
-
 def _length(b: bytes | None) -> str:
     return "null" if b is None else f"{len(b)} byte{'' if len(b) == 1 else 's'}"
 
@@ -137,102 +112,150 @@ class _Rows:
         return self.first + i
 
 
-def _native_headers(column: pa.Array, topic: str) -> list[list[tuple[bytes, bytes | None]]]:
-    """Each row's headers as (key bytes, value bytes or None) pairs, from the Arrow
-    ``array<struct<key: string, value: binary>>`` column: the keys and values are converted
-    once for the whole column, then split by the list offsets (a null row has no headers)."""
-    if not isinstance(column, pa.ListArray | pa.LargeListArray):
-        raise InvalidRecordError(f"the 'headers' column of topic {topic!r} is {column.type}, not array<struct<key, value>>")
-    entries = column.values
-    if entries.null_count:
-        raise InvalidRecordError(f"a row of topic {topic!r} has a null header")
-    keys = entries.field("key")
-    if keys.null_count:
-        raise InvalidRecordError(f"a row of topic {topic!r} has a null header key")
-    key_bytes = _binary(keys).to_pylist()
-    value_bytes = _binary(entries.field("value")).to_pylist()
-    offsets = column.offsets.to_pylist()
-    valid = column.is_valid().to_pylist()
-    return [
-        list(zip(key_bytes[offsets[i] : offsets[i + 1]], value_bytes[offsets[i] : offsets[i + 1]])) if valid[i] else []
-        for i in range(len(column))
-    ]
+
+def _row_headers(headers: pa.Array | None, i: int) -> list[tuple[bytes, bytes | None]]:
+    """Row ``i``'s headers as the native (key bytes, value bytes or None) pairs."""
+    if headers is None or not headers[i].is_valid:
+        return []
+    out = []
+    for h in headers[i].as_py():
+        key, value = h["key"], h["value"]
+        out.append((key.encode() if isinstance(key, str) else key, value.encode() if isinstance(value, str) else value))
+    return out
 
 
-class KafkaLogWriter(DataSourceArrowWriter):
-    """pyspark ``DataSourceArrowWriter`` of a batch write (Spark's ``KafkaWriter``). Holds only
-    the parsed options; ``write`` runs once per task on an executor."""
+def refuse_what_cannot_fit(
+    opts: WriteOptions, cols: pa.RecordBatch, bounds: pa.Array, tp: Callable[[int], tuple[str, int]], rows: _Rows
+) -> None:
+    """Builds each row of ``cols`` (key, value, headers) that might not fit alone in a batch, as
+    the append would, and raises RecordBatchTooLargeError naming the first that does not
+    (``tp`` gives a row's topic and partition)."""
+    limit = opts.batch_limit
+    codec = opts.compression
+    keys, values = _binary(cols.column(0)), _binary(cols.column(1))
+    headers = cols.column(2) if cols.num_columns > 2 else None
+    for i in pc.indices_nonzero(pc.greater(bounds, opts.max_single_record)).to_pylist():
+        key, value, hdrs = keys[i].as_py(), values[i].as_py(), _row_headers(headers, i)
+        size = len(_native.build_batch(0, [(0, 0, key, value, hdrs)], codec, -1, -1, -1, False, -1, None))
+        if size > limit.bytes:
+            topic, partition = tp(i)
+            header_bytes = sum(len(a) + len(b or b"") for a, b in hdrs)
+            raise RecordBatchTooLargeError(
+                f"row {rows.number(i)} of write task {_task_index()} (topic {topic!r}, partition {partition}) "
+                f"can never be written: alone in a batch ({codec}) it takes {size} bytes (key "
+                f"{_length(key)}, value {_length(value)}, {len(hdrs)} headers of {header_bytes} bytes), "
+                f"more than the {limit.describe()}"
+            )
+
+
+def sink_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The columns the log takes, from a Spark batch: ``key`` (all null without a key column),
+    ``value`` and, when given, ``headers``; ``topic``, ``partition`` and the rest dropped (a
+    record's timestamp is the append's now, as in Spark's Kafka sink)."""
+    names = batch.schema.names
+    keys = batch.column(names.index("key")) if "key" in names else pa.nulls(batch.num_rows, pa.binary())
+    arrays = [keys, batch.column(names.index("value"))]
+    fields = ["key", "value"]
+    if "headers" in names:
+        arrays.append(batch.column(names.index("headers")))
+        fields.append("headers")
+    return pa.RecordBatch.from_arrays(arrays, names=fields)
+
+
+class TaskWrite:
+    """One write task (Spark's ``KafkaWriteTask``): routes each input batch's rows to their
+    partitions with Arrow kernels and Kafka's partitioner in Rust (``partitions_for_keys``),
+    and buffers each partition's rows as Arrow for ``append_arrow``. Not thread-safe."""
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
+        self.first = _task_index()
+        #: The next round-robin turn of each topic's null keys (starting at the task index).
+        self.robin: dict[str, int] = {}
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaLogCommitMessage:
-        sink = TaskSink(self.opts)
-        router = _Router(_task_index())
+    def new_sink(self) -> TaskSink:
+        return TaskSink(self.opts)
+
+    def run(self, iterator: Iterator[pa.RecordBatch]) -> KafkaLogCommitMessage:
+        """Writes every batch of the task; returns what it appended."""
+        sink = self.new_sink()
         first_row = 0
         try:
             for batch in iterator:
                 rows = _Rows(first_row)
                 if self.opts.topic is not None:
-                    self._route(batch, self.opts.topic, sink, router, rows)
+                    self.route(batch, self.opts.topic, sink, rows)
                 else:
-                    self._route_by_topic(batch, sink, router, rows)
+                    self._route_by_topic(batch, sink, rows)
                 first_row += batch.num_rows
                 sink.maybe_flush()
             return KafkaLogCommitMessage(tuple(sink.finish()))
         finally:
             sink.close()
 
-    def _route_by_topic(self, batch: pa.RecordBatch, sink: TaskSink, router: _Router, rows: _Rows) -> None:
+    def _route_by_topic(self, batch: pa.RecordBatch, sink: TaskSink, rows: _Rows) -> None:
         topics = batch.column(batch.schema.get_field_index("topic"))
         if topics.null_count:
             raise InvalidRecordError("a row has a null 'topic' and the write has no 'topic' option")
         for topic in pc.unique(topics).to_pylist():
             mask = pc.equal(topics, topic)
-            self._route(batch.filter(mask), topic, sink, router, rows.subset(mask))
+            self.route(batch.filter(mask), topic, sink, rows.subset(mask))
 
-    def _route(self, batch: pa.RecordBatch, topic: str, sink: TaskSink, router: _Router, rows: _Rows) -> None:
-        """Splits ``batch`` (rows of one topic) by partition with pyarrow and hands each
-        partition's rows to the sink as the native (key, value, headers, timestamp) tuples,
-        after refusing a row that could never fit in a batch (see :mod:`.batch_limits`)."""
+    def partitions(self, batch: pa.RecordBatch, topic: str, count: int) -> pa.Array | None:
+        """Each row's partition (int32), or None when all go to partition 0: the ``partition``
+        column where not null, else Kafka's partitioner on the key, else the next round-robin
+        turn of the topic (a row with a given partition takes no turn)."""
         names = batch.schema.names
-        keys = _binary(batch.column(names.index("key"))) if "key" in names else pa.nulls(batch.num_rows, pa.binary())
-        values = _binary(batch.column(names.index("value")))
-        given = batch.column(names.index("partition")).to_pylist() if "partition" in names else None
-        headers = batch.column(names.index("headers")) if "headers" in names else None
-        count = len(sink.partitions_of(topic))
-        pids = pa.array(router.partitions(topic, count, keys.to_pylist(), given), pa.int32())
-        for p in pc.unique(pids).to_pylist():
-            mask = pc.equal(pids, p)
-            k, v = keys.filter(mask), values.filter(mask)
-            h = headers.filter(mask) if headers is not None and headers.filter(mask).null_count < len(k) else None
-            bounds = row_bounds(k, v, h)
-            size = pc.sum(bounds).as_py() or 0
-            records: list[NativeRecord]
-            if h is not None:
-                records = list(zip(k.to_pylist(), v.to_pylist(), _native_headers(h, topic), repeat(None)))
-            else:
-                records = list(zip(k.to_pylist(), v.to_pylist(), repeat([]), repeat(None)))
-            if (pc.max(bounds).as_py() or 0) > self.opts.max_single_record:
-                self._refuse_what_cannot_fit(records, bounds, (topic, p), rows.subset(mask))
-            sink.add((topic, p), records, size)
+        given = batch.column(names.index("partition")) if "partition" in names else None
+        if given is not None and given.null_count == 0:
+            return given
+        if count == 1 and given is None:
+            return None
+        keys = batch.column(names.index("key")) if "key" in names else pa.nulls(batch.num_rows, pa.binary())
+        if given is not None:  # a placeholder key where the partition is given: no turn taken
+            keys = pc.if_else(pc.is_null(given), keys, pa.scalar(b"", pa.binary()).cast(keys.type))
+        start = self.robin.get(topic, self.first)
+        pids = partitions_for_keys(keys, count, round_robin_start=start)
+        self.robin[topic] = start + keys.null_count
+        return pids if given is None else pc.if_else(pc.is_null(given), pids, given)
 
-    def _refuse_what_cannot_fit(self, records: list[NativeRecord], bounds: pa.Array, tp: tuple[str, int], rows: _Rows) -> None:
-        """Builds each row that might not fit alone in a batch, as the append would, and raises
-        RecordBatchTooLargeError naming the first that does not."""
-        limit = self.opts.batch_limit
-        codec = self.opts.compression
-        for i in pc.indices_nonzero(pc.greater(bounds, self.opts.max_single_record)).to_pylist():
-            key, value, hdrs, _ = records[i]
-            size = len(_native.build_batch(0, [(0, 0, key, value, hdrs)], codec, -1, -1, -1, False, -1, None))
-            if size > limit.bytes:
-                header_bytes = sum(len(a) + len(b or b"") for a, b in hdrs)
-                raise RecordBatchTooLargeError(
-                    f"row {rows.number(i)} of write task {_task_index()} (topic {tp[0]!r}, partition {tp[1]}) "
-                    f"can never be written: alone in a batch ({codec}) it takes {size} bytes (key "
-                    f"{_length(key)}, value {_length(value)}, {len(hdrs)} headers of {header_bytes} bytes), "
-                    f"more than the {limit.describe()}"
-                )
+    def route(self, batch: pa.RecordBatch, topic: str, sink: TaskSink, rows: _Rows) -> None:
+        """Splits ``batch`` (rows of one topic) by partition, keeping the input order within
+        each, and hands each partition's rows to the sink, after refusing a row that could
+        never fit in a batch (see :mod:`.batch_limits`)."""
+        if batch.num_rows == 0:
+            return
+        pids = self.partitions(batch, topic, len(sink.partitions_of(topic)))
+        cols = sink_columns(batch)
+        headers = cols.column(2) if cols.num_columns > 2 else None
+        bounds = row_bounds(cols.column(0), cols.column(1), headers)
+        if (pc.max(bounds).as_py() or 0) > self.opts.max_single_record:
+            refuse_what_cannot_fit(self.opts, cols, bounds, lambda i: (topic, 0 if pids is None else pids[i].as_py()), rows)
+        if pids is None:
+            sink.add((topic, 0), cols, cols.num_rows, cols.nbytes)
+            return
+        counts = pc.value_counts(pids)
+        if len(counts) == 1:
+            sink.add((topic, counts[0]["values"].as_py()), cols, cols.num_rows, cols.nbytes)
+            return
+        order = pc.sort_indices(pids)  # stable: each partition's rows stay in input order
+        cols, pids = cols.take(order), pids.take(order)
+        at = 0
+        for p, n in sorted(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist())):
+            part = cols.slice(at, n)
+            sink.add((topic, p), part, n, part.nbytes)
+            at += n
+
+
+class KafkaLogWriter(DataSourceArrowWriter):
+    """pyspark ``DataSourceArrowWriter`` of a batch write (Spark's ``KafkaWriter``). Holds only
+    the parsed options; ``write`` runs once per task on an executor (a :class:`TaskWrite`)."""
+
+    def __init__(self, opts: WriteOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaLogCommitMessage:
+        return TaskWrite(self.opts).run(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Nothing to do: every task's records are already in the logs (at-least-once)."""
