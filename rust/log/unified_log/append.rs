@@ -133,12 +133,7 @@ impl UnifiedLog {
         self.publish_first_unstable_offset(&mut psm);
         drop(psm);
         written?;
-        let unflushed = self.unflushed_messages.fetch_add(info.record_count, Ordering::AcqRel) + info.record_count;
-        let since_flush = now - self.last_flush_ms.load(Ordering::Acquire);
-        if unflushed as i64 >= config.flush_messages || since_flush >= config.flush_ms {
-            self.flush_locked(self.log_end_offset())?;
-        }
-        self.local.delete_due_files(false)?;
+        self.after_append(info.record_count, now, &config)?;
         Ok(LogAppendInfo {
             first_offset: info.first_offset,
             last_offset: info.last_offset,
@@ -152,13 +147,24 @@ impl UnifiedLog {
         })
     }
 
+    /// What follows a written append of `records` records, under the write lock: the flush
+    /// `flush.messages` / `flush.ms` ask for, and the deletion of the files that are due.
+    pub(super) fn after_append(&self, records: u64, now: i64, config: &LogConfig) -> Result<()> {
+        let unflushed = self.unflushed_messages.fetch_add(records, Ordering::AcqRel) + records;
+        let since_flush = now - self.last_flush_ms.load(Ordering::Acquire);
+        if unflushed as i64 >= config.flush_messages || since_flush >= config.flush_ms {
+            self.flush_locked(self.log_end_offset())?;
+        }
+        self.local.delete_due_files(false)
+    }
+
     /// Writes validated batches one at a time. A Kafka producer sends one batch per partition
     /// per request, and Kafka's leader refuses more; kafkalog accepts a run of batches,
     /// validates them all first, then writes each as Kafka would write that batch alone (each
     /// may roll the segment first), so the files match what a producer would have produced.
     /// The offsets advance after every batch, so an I/O failure part way leaves the log
     /// consistent.
-    fn append_batches(
+    pub(super) fn append_batches(
         &self,
         records: &[u8],
         now: i64,
