@@ -14,7 +14,7 @@ use super::builder::{finish_uncompressed_in_place, BatchHeader};
 use super::compression::CompressionType;
 use super::default_record::{encode_record, record_body_size, Header};
 use super::producer_batches::{BatchLimit, FirstRecord};
-use super::varint::size_of_varint;
+use super::varint::{size_of_varint, size_of_varlong};
 use crate::error::{Error, Result};
 
 /// One batch of a [`BatchPlan`].
@@ -93,8 +93,10 @@ impl BatchPlanner {
         value: Option<&[u8]>,
         headers: &[Header<'_>],
     ) -> Result<()> {
-        let estimate = record_body_size(0, 0, key, value, headers) + 5;
-        if self.count > 0 && RECORD_BATCH_OVERHEAD + self.bytes + estimate > self.batch_size {
+        // The body with both deltas 0 (one byte each): ProducerBatches' estimate, and the
+        // real body once the deltas' sizes replace those two bytes.
+        let zero_deltas = record_body_size(0, 0, key, value, headers);
+        if self.count > 0 && RECORD_BATCH_OVERHEAD + self.bytes + zero_deltas + 5 > self.batch_size {
             self.close_batch()?;
         }
         let ts = timestamp.unwrap_or(self.now_ms);
@@ -105,7 +107,9 @@ impl BatchPlanner {
             self.first = FirstRecord::new(self.rows, key, value, headers);
             self.first_timestamp = ts;
         }
-        let body = record_body_size(self.count as i32, ts.wrapping_sub(self.first_timestamp), key, value, headers);
+        let body = zero_deltas - 2
+            + size_of_varint(self.count as i32)
+            + size_of_varlong(ts.wrapping_sub(self.first_timestamp));
         self.bytes += size_of_varint(body as i32) + body;
         self.max_timestamp = self.max_timestamp.max(ts);
         self.plan.min_timestamp = self.plan.min_timestamp.min(ts);
