@@ -453,6 +453,7 @@ mod tests {
     #[test]
     fn in_place_batch_matches_the_builder() {
         use crate::record::default_record::encode_record;
+        type Row<'a> = (i64, Option<&'a [u8]>, Option<&'a [u8]>);
         for (ts_type, lat) in [(TimestampType::CreateTime, None), (TimestampType::LogAppendTime, Some(9_999))] {
             let header = BatchHeader {
                 base_offset: 7,
@@ -460,8 +461,7 @@ mod tests {
                 timestamp_type: ts_type,
                 ..BatchHeader::default()
             };
-            let rows: [(i64, Option<&[u8]>, Option<&[u8]>); 3] =
-                [(500, Some(b"k"), Some(b"v")), (400, None, Some(b"vv")), (900, Some(b""), None)];
+            let rows: [Row<'_>; 3] = [(500, Some(b"k"), Some(b"v")), (400, None, Some(b"vv")), (900, Some(b""), None)];
             let mut b = BatchBuilder::new(header);
             for (ts, k, v) in rows {
                 b.append_next(ts, k, v, &[(b"h", Some(b"x"))]).unwrap();

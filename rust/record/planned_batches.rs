@@ -1,5 +1,5 @@
 //! Uncompressed producer batches planned before they are encoded: [`BatchPlanner`] groups
-//! records exactly as [`ProducerBatches`](super::producer_batches::ProducerBatches) does (same
+//! records exactly as `producer_batches::ProducerBatches` does (same
 //! `batch_size` rule, same per-batch limit and error) but only sizes them, so that every record
 //! is checked and every batch known to fit before a byte is written. [`PlannedRecords`] then
 //! encodes the batches one at a time, straight into the writer's buffer with their final base
@@ -42,8 +42,8 @@ pub struct BatchPlan {
     pub first_null_key: Option<u64>,
 }
 
-/// Sizes records into uncompressed batches as [`ProducerBatches`](super::producer_batches::
-/// ProducerBatches) groups them, without encoding them.
+/// Sizes records into uncompressed batches as `ProducerBatches` groups them, without encoding
+/// them.
 #[derive(Debug)]
 pub struct BatchPlanner {
     batch_size: usize,

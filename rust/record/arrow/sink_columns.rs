@@ -21,6 +21,9 @@ use crate::util::murmur2::partition_for_key;
 const COLUMNS: &str = "key, value, headers, topic, partition, timestamp";
 const BINARY_TYPES: &str = "binary, string, large_binary or large_string";
 
+/// A row's timestamp (None for now), key and value.
+pub type RowFields<'a> = (Option<i64>, Option<&'a [u8]>, Option<&'a [u8]>);
+
 /// The log the rows go to, for the per-row checks.
 #[derive(Debug, Clone, Copy)]
 pub struct SinkTarget<'t> {
@@ -213,11 +216,7 @@ impl<'a> SinkColumns<'a> {
     /// Row `i` (already checked by [`Self::plan`]): its timestamp (None for now), key and
     /// value; its headers into `headers`.
     #[inline]
-    pub fn read_row(
-        &self,
-        i: usize,
-        headers: &mut Vec<Header<'a>>,
-    ) -> Result<(Option<i64>, Option<&'a [u8]>, Option<&'a [u8]>)> {
+    pub fn read_row(&self, i: usize, headers: &mut Vec<Header<'a>>) -> Result<RowFields<'a>> {
         let timestamp = self.timestamp(i, i)?;
         self.headers_of(i, i, headers)?;
         Ok((timestamp, self.key.as_ref().and_then(|k| k.value(i)), self.value.as_ref().and_then(|v| v.value(i))))
