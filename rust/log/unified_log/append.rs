@@ -180,13 +180,7 @@ impl UnifiedLog {
             let segment = self.maybe_roll(&batch, now, config, psm)?;
             let position = segment.size();
             segment.append(batch.last_offset(), bytes, count)?;
-            let mut o = self.offsets.write();
-            o.log_end = batch.next_offset();
-            o.log_end_position = segment.size();
-            if self.hw_follows_leo.load(Ordering::Acquire) {
-                o.high_watermark = o.log_end;
-            }
-            drop(o);
+            self.publish_log_end(batch.next_offset(), &segment);
             match &batch {
                 AnyBatch::V2(b) => {
                     producers::apply_producer_batch(psm, b, &segment, position, origin, transaction_version)?;
@@ -197,9 +191,20 @@ impl UnifiedLog {
         Ok(())
     }
 
+    /// Makes `log_end` (just written to `segment`, the active one) the log end offset, and the
+    /// high watermark too when it follows the log end.
+    pub(super) fn publish_log_end(&self, log_end: i64, segment: &LogSegment) {
+        let mut o = self.offsets.write();
+        o.log_end = log_end;
+        o.log_end_position = segment.size();
+        if self.hw_follows_leo.load(Ordering::Acquire) {
+            o.high_watermark = o.log_end;
+        }
+    }
+
     /// Rolls when the active segment is full, too old, has a full index, or cannot hold the
     /// incoming offsets (Kafka's `maybeRoll`).
-    fn maybe_roll(
+    pub(super) fn maybe_roll(
         &self,
         batch: &AnyBatch<'_>,
         now: i64,

@@ -17,11 +17,13 @@
 use super::{arguments, UnifiedLog};
 use crate::config::{LogConfig, TopicCompression};
 use crate::error::{Error, Result};
-use crate::log::log_validator::{check_timestamp, timestamp_bounds, AppendOrigin, LogAppendInfo};
-use crate::log::producer_state::{ProducerStateManager, TV_UNKNOWN};
+use crate::log::log_validator::{check_timestamp, timestamp_bounds, LogAppendInfo};
+use crate::log::producer_state::ProducerStateManager;
 use crate::record::builder::BatchHeader;
 use crate::record::planned_batches::{BatchPlan, PlannedRecords};
+use crate::record::records::BatchIter;
 use crate::record::TimestampType;
+use crate::segment::log_segment::IncomingBatch;
 
 /// How many bytes of batches are encoded before they are written: small enough to stay in the
 /// CPU's cache between encoding and the copy into the page cache, big enough that a write
@@ -125,7 +127,38 @@ impl UnifiedLog {
                 records.encode_next(&header, chunk.log_append_time, &mut buf)?;
                 offset += i64::from(b.records);
             }
-            self.append_batches(&buf, chunk.now, config, psm, AppendOrigin::Client, TV_UNKNOWN)?;
+            self.append_runs(&buf, chunk.now, config, psm)?;
+        }
+        Ok(())
+    }
+
+    /// Writes a chunk of encoded batches (no producer ids) as `append_batches` writes them one
+    /// at a time: the same rolls, bytes and index entries, but each run of batches that goes
+    /// into one segment without a roll (`LogSegment::batches_before_roll`) in one write, the log
+    /// end offset advancing after each run.
+    fn append_runs(&self, records: &[u8], now: i64, config: &LogConfig, psm: &mut ProducerStateManager) -> Result<()> {
+        let batches = BatchIter::new(records).collect::<Result<Vec<_>>>()?;
+        let incoming: Vec<IncomingBatch> = batches
+            .iter()
+            .map(|(_, b)| IncomingBatch {
+                size: b.bytes().len() as u64,
+                max_timestamp: b.max_timestamp(),
+                last_offset: b.last_offset(),
+            })
+            .collect();
+        let (max_bytes, max_ms) = (config.segment_size() as u64, config.max_segment_ms());
+        let mut i = 0;
+        while i < batches.len() {
+            let segment = self.maybe_roll(&batches[i].1, now, config, psm)?;
+            // maybe_roll has just made room for batch i.
+            let run = segment.batches_before_roll(max_bytes, max_ms, now, &incoming[i..])?.max(1);
+            let (start, last) = (batches[i].0, &batches[i + run - 1]);
+            let end = last.0 + last.1.bytes().len();
+            let records_in_run = batches[i..i + run].iter().map(|(_, b)| b.record_count()).sum::<Result<u64>>()?;
+            segment.append(last.1.last_offset(), &records[start..end], records_in_run)?;
+            self.publish_log_end(last.1.next_offset(), &segment);
+            psm.update_map_end_offset(last.1.last_offset() + 1);
+            i += run;
         }
         Ok(())
     }

@@ -145,6 +145,28 @@ fn writes_what_a_client_append_writes() {
     }
 }
 
+/// The runs of batches written in one go roll where one batch at a time rolls: on size, on
+/// time (`segment.ms` against timestamps that grow), on a full offset or time index, and on
+/// all of them at once.
+#[test]
+fn rolls_where_a_client_append_rolls() {
+    let mut rising = rows(30_000);
+    for (i, r) in rising.iter_mut().enumerate() {
+        r.timestamp = Some(NOW + i as i64 * 30);
+    }
+    for props in [
+        &[("internal.segment.bytes", "300000")][..],
+        &[("segment.ms", "20000")],
+        &[("segment.index.bytes", "400"), ("index.interval.bytes", "100")],
+        &[("segment.index.bytes", "1200"), ("index.interval.bytes", "1")],
+        &[("segment.ms", "50000"), ("internal.segment.bytes", "250000"), ("segment.index.bytes", "600")],
+    ] {
+        let (_, files) = same_as_client_append(props, &rising);
+        let segments = files.keys().filter(|n| n.ends_with(".log")).count();
+        assert!(segments > 3, "{props:?}: {segments} segments");
+    }
+}
+
 #[test]
 fn refuses_what_a_client_append_refuses_and_writes_nothing() {
     let many = rows(5_000);
