@@ -162,7 +162,7 @@ fn rolls_where_a_client_append_rolls() {
         &[("segment.ms", "50000"), ("internal.segment.bytes", "250000"), ("segment.index.bytes", "600")],
     ] {
         let (_, files) = same_as_client_append(props, &rising);
-        let segments = files.keys().filter(|n| n.ends_with(".log")).count();
+        let segments = files.keys().filter(|n| Path::new(n).extension().is_some_and(|e| e == "log")).count();
         assert!(segments > 3, "{props:?}: {segments} segments");
     }
 }
