@@ -72,11 +72,13 @@ bench: $(NATIVE_STAMP)
 	cargo bench --bench log_bench
 	cargo bench --bench recovery_bench
 	cargo bench --bench cleaner_bench
+	cargo bench --bench append_arrow_bench
 	$(PY) benches/bench_python.py
 	$(PY) benches/bench_recovery.py
 	$(PY) benches/bench_cleaner.py
 	$(PY) benches/bench_read_committed.py
 	$(PY) benches/bench_spark_read.py
+	$(PY) benches/bench_append_arrow.py
 
 bench-python: $(NATIVE_STAMP)
 	$(PY) benches/bench_python.py

@@ -312,10 +312,18 @@ fn validate_batch(batch: &RecordBatch<'_>, pos: usize) -> Result<i64> {
     Ok(count)
 }
 
+/// The CreateTime timestamps a record may carry at `now` (inclusive): `message.timestamp.
+/// before.max.ms` before it to `message.timestamp.after.max.ms` after it (KIP-937).
+pub(crate) fn timestamp_bounds(now: i64, config: &LogConfig) -> (i64, i64) {
+    (
+        now.saturating_sub(config.message_timestamp_before_max_ms),
+        now.saturating_add(config.message_timestamp_after_max_ms),
+    )
+}
+
 /// The CreateTime bounds of `message.timestamp.before.max.ms` / `after.max.ms` (KIP-937).
-fn check_timestamp(ts: i64, offset: i64, now: i64, config: &LogConfig) -> Result<()> {
-    let earliest = now.saturating_sub(config.message_timestamp_before_max_ms);
-    let latest = now.saturating_add(config.message_timestamp_after_max_ms);
+pub(crate) fn check_timestamp(ts: i64, offset: i64, now: i64, config: &LogConfig) -> Result<()> {
+    let (earliest, latest) = timestamp_bounds(now, config);
     if ts < earliest || ts > latest {
         return Err(Error::invalid_record(format!(
             "timestamp {ts} of message with offset {offset} is out of range: it must be within \

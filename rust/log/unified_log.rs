@@ -27,6 +27,7 @@ use crate::util::clock::{system_clock, SharedClock};
 
 mod aborted_txns;
 mod append;
+mod append_planned;
 mod arguments;
 mod cleaning;
 mod committed;

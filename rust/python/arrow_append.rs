@@ -17,7 +17,9 @@ use super::records::AppendInfo;
 use crate::log::unified_log::UnifiedLog;
 use crate::record::arrow::column::Column;
 use crate::record::arrow::sink_columns::{partitions_for_keys as partition_keys, SinkColumns, SinkTarget};
+use crate::record::arrow::sink_records::SinkRecords;
 use crate::record::compression::CompressionType;
+use crate::record::planned_batches::BatchPlanner;
 use crate::record::producer_batches::{BatchLimit, ProducerBatches};
 
 /// An `__arrow_c_array__` pair: the schema capsule and the array capsule.
@@ -44,6 +46,9 @@ fn batch_limit(log: &UnifiedLog) -> BatchLimit {
 /// Builds producer batches from Arrow record batches (Spark's Kafka sink columns, see
 /// `record::arrow::sink_columns`) and appends them as the leader, as `append_records` does with
 /// tuples: the same rows give the same bytes. Every row is checked before anything is written.
+/// Uncompressed rows are planned, then encoded and written a chunk at a time by the log's
+/// trusted leader append (`UnifiedLog::append_planned_as_leader`); compressed ones are built
+/// whole (a batch's size is known only once compressed) and appended as a client's.
 pub(crate) fn append_arrow(
     py: Python<'_>,
     log: &Arc<UnifiedLog>,
@@ -61,6 +66,13 @@ pub(crate) fn append_arrow(
         let sinks = columns.iter().map(SinkColumns::new).collect::<crate::error::Result<Vec<_>>>()?;
         let tp = log.topic_partition();
         let target = SinkTarget { topic: &tp.topic, partition: tp.partition, compacted: log.config().compact() };
+        if codec == CompressionType::None {
+            // Every row checked and every batch sized first; the log then encodes and writes
+            // them a chunk at a time (no buffer of the whole append, no second pass).
+            let planner = BatchPlanner::new(batch_size, now_ms).with_limit(batch_limit(&log));
+            let mut records = SinkRecords::plan(&sinks, &target, planner, now_ms)?;
+            return log.append_planned_as_leader(&mut records, leader_epoch);
+        }
         let mut out = ProducerBatches::new(codec, batch_size, now_ms).with_limit(batch_limit(&log));
         out.reserve(columns.iter().map(|c| estimated_bytes(c)).sum());
         let mut headers = Vec::new();

@@ -260,19 +260,77 @@ fn write_header(
     count: i32,
 ) {
     out.reserve(size);
-    out.extend_from_slice(&h.base_offset.to_be_bytes());
-    out.extend_from_slice(&((size - LOG_OVERHEAD) as i32).to_be_bytes());
-    out.extend_from_slice(&h.partition_leader_epoch.to_be_bytes());
-    out.push(MAGIC_V2);
-    out.extend_from_slice(&[0; 4]);
-    out.extend_from_slice(&[0, h.attributes()]);
-    out.extend_from_slice(&last_offset_delta.to_be_bytes());
-    out.extend_from_slice(&base_timestamp.to_be_bytes());
-    out.extend_from_slice(&max_timestamp.to_be_bytes());
-    out.extend_from_slice(&h.producer_id.to_be_bytes());
-    out.extend_from_slice(&h.producer_epoch.to_be_bytes());
-    out.extend_from_slice(&h.base_sequence.to_be_bytes());
-    out.extend_from_slice(&count.to_be_bytes());
+    out.extend_from_slice(&header_bytes(h, size, last_offset_delta, base_timestamp, max_timestamp, count));
+}
+
+/// The 61-byte header of a batch of `size` bytes, with a zero CRC.
+fn header_bytes(
+    h: &BatchHeader,
+    size: usize,
+    last_offset_delta: i32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    count: i32,
+) -> [u8; RECORD_BATCH_OVERHEAD] {
+    let mut b = [0u8; RECORD_BATCH_OVERHEAD];
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        b[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    };
+    put(&h.base_offset.to_be_bytes());
+    put(&((size - LOG_OVERHEAD) as i32).to_be_bytes());
+    put(&h.partition_leader_epoch.to_be_bytes());
+    put(&[MAGIC_V2]);
+    put(&[0; 4]);
+    put(&[0, h.attributes()]);
+    put(&last_offset_delta.to_be_bytes());
+    put(&base_timestamp.to_be_bytes());
+    put(&max_timestamp.to_be_bytes());
+    put(&h.producer_id.to_be_bytes());
+    put(&h.producer_epoch.to_be_bytes());
+    put(&h.base_sequence.to_be_bytes());
+    put(&count.to_be_bytes());
+    b
+}
+
+/// Completes an uncompressed batch whose records were encoded in place: `out[start..start +
+/// 61]` was set aside for the header, and the `count` records (offset deltas `0..count`, as
+/// [`BatchBuilder::append_next`] gives them) follow it to the end of `out`. Writes the header
+/// and the CRC: the bytes [`BatchBuilder::build_into`] writes for the same records and
+/// `header`, without copying the records. `log_append_time` sets the max timestamp of a
+/// LogAppendTime batch, as there.
+pub fn finish_uncompressed_in_place(
+    out: &mut [u8],
+    start: usize,
+    header: &BatchHeader,
+    count: i32,
+    first_timestamp: i64,
+    max_timestamp: i64,
+    log_append_time: Option<i64>,
+) -> Result<()> {
+    if header.compression != CompressionType::None || count <= 0 || out.len() < start + RECORD_BATCH_OVERHEAD {
+        return Err(Error::illegal_state(format!(
+            "an in-place batch must be uncompressed with records after its header ({:?}, {count} records)",
+            header.compression
+        )));
+    }
+    let base_timestamp = header.delete_horizon_ms.unwrap_or(first_timestamp);
+    let max_timestamp = match (header.timestamp_type, log_append_time) {
+        (TimestampType::LogAppendTime, Some(t)) => t,
+        _ => max_timestamp,
+    };
+    let size = out.len() - start;
+    out[start..start + RECORD_BATCH_OVERHEAD].copy_from_slice(&header_bytes(
+        header,
+        size,
+        count - 1,
+        base_timestamp,
+        max_timestamp,
+        count,
+    ));
+    finish_crc(out, start);
+    Ok(())
 }
 
 /// Computes and stores the CRC of the batch that starts at `start` and ends `out`.
@@ -389,6 +447,35 @@ mod tests {
         assert_eq!(records[0].headers().collect::<Vec<_>>(), vec![(&b"h"[..], Some(&b"x"[..]))]);
         assert_eq!((records[1].offset, records[1].timestamp, records[1].sequence), (42, 900, 13));
         assert!(records[1].key.is_none() && records[1].value.is_none());
+    }
+
+    /// A batch encoded in place is byte for byte the one the builder builds, LogAppendTime too.
+    #[test]
+    fn in_place_batch_matches_the_builder() {
+        use crate::record::default_record::encode_record;
+        type Row<'a> = (i64, Option<&'a [u8]>, Option<&'a [u8]>);
+        for (ts_type, lat) in [(TimestampType::CreateTime, None), (TimestampType::LogAppendTime, Some(9_999))] {
+            let header = BatchHeader {
+                base_offset: 7,
+                partition_leader_epoch: 3,
+                timestamp_type: ts_type,
+                ..BatchHeader::default()
+            };
+            let rows: [Row<'_>; 3] = [(500, Some(b"k"), Some(b"v")), (400, None, Some(b"vv")), (900, Some(b""), None)];
+            let mut b = BatchBuilder::new(header);
+            for (ts, k, v) in rows {
+                b.append_next(ts, k, v, &[(b"h", Some(b"x"))]).unwrap();
+            }
+            let mut built = vec![1, 2];
+            b.build_into(&mut built, None, lat).unwrap();
+            let mut out = vec![1, 2];
+            out.extend_from_slice(&[0xee; RECORD_BATCH_OVERHEAD]);
+            for (i, (ts, k, v)) in rows.into_iter().enumerate() {
+                encode_record(i as i32, ts - 500, k, v, &[(b"h", Some(b"x"))], &mut out);
+            }
+            finish_uncompressed_in_place(&mut out, 2, &header, 3, 500, 900, lat).unwrap();
+            assert_eq!(out, built, "{ts_type:?}");
+        }
     }
 
     /// The COMMIT marker vector of spec section 11.4.

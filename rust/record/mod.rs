@@ -9,6 +9,7 @@ pub mod compression;
 pub mod control;
 pub mod default_record;
 pub mod legacy;
+pub mod planned_batches;
 pub mod producer_batches;
 pub mod records;
 pub mod timestamp_type;

@@ -21,12 +21,59 @@ pub struct BatchLimit {
 
 /// What the first record of the open batch was, to name it if it alone is too big.
 #[derive(Debug, Clone, Copy, Default)]
-struct FirstRecord {
+pub(super) struct FirstRecord {
     row: usize,
     key: Option<usize>,
     value: Option<usize>,
     headers: usize,
     header_bytes: usize,
+}
+
+impl FirstRecord {
+    /// Row `row` of the append, the first of a batch.
+    pub(super) fn new(row: usize, key: Option<&[u8]>, value: Option<&[u8]>, headers: &[Header<'_>]) -> Self {
+        FirstRecord {
+            row,
+            key: key.map(<[u8]>::len),
+            value: value.map(<[u8]>::len),
+            headers: headers.len(),
+            header_bytes: headers.iter().map(|(k, v)| k.len() + v.map_or(0, <[u8]>::len)).sum(),
+        }
+    }
+
+    /// The error for the batch of `count` records starting at this one, which takes `size`
+    /// bytes, more than `limit`.
+    pub(super) fn too_large(
+        &self,
+        size: usize,
+        count: usize,
+        limit: &BatchLimit,
+        codec: CompressionType,
+        batch_size: usize,
+    ) -> Error {
+        let f = self;
+        let codec = codec.name();
+        let what = if count == 1 {
+            let len = |l: Option<usize>| l.map_or("null".to_string(), |l| format!("{l} bytes"));
+            format!(
+                "row {} (key {}, value {}, {} headers of {} bytes) alone in a batch ({codec})",
+                f.row,
+                len(f.key),
+                len(f.value),
+                f.headers,
+                f.header_bytes
+            )
+        } else {
+            format!(
+                "the batch ({codec}) of rows {}..{} (grouped up to batch_size={batch_size} uncompressed bytes; a \
+                 smaller batch_size avoids it)",
+                f.row,
+                f.row + count,
+            )
+        };
+        debug_assert!(size > RECORD_BATCH_OVERHEAD);
+        Error::RecordTooLarge { what, size, limit: limit.describe.clone() }
+    }
 }
 
 /// Encodes records into v2 batches of at most `batch_size` uncompressed bytes each (a batch
@@ -86,13 +133,7 @@ impl ProducerBatches {
             self.close_batch()?;
         }
         if self.builder.count() == 0 {
-            self.first = FirstRecord {
-                row: self.rows,
-                key: key.map(<[u8]>::len),
-                value: value.map(<[u8]>::len),
-                headers: headers.len(),
-                header_bytes: headers.iter().map(|(k, v)| k.len() + v.map_or(0, <[u8]>::len)).sum(),
-            };
+            self.first = FirstRecord::new(self.rows, key, value, headers);
         }
         self.builder.append_next(timestamp.unwrap_or(self.now_ms), key, value, headers)?;
         self.rows += 1;
@@ -122,35 +163,11 @@ impl ProducerBatches {
         self.builder.reset(self.header);
         let size = self.out.len() - start;
         match &self.limit {
-            Some(limit) if size > limit.bytes => Err(self.too_large(size, count, limit)),
+            Some(limit) if size > limit.bytes => {
+                Err(self.first.too_large(size, count, limit, self.header.compression, self.batch_size))
+            }
             _ => Ok(()),
         }
-    }
-
-    fn too_large(&self, size: usize, count: usize, limit: &BatchLimit) -> Error {
-        let f = self.first;
-        let codec = self.header.compression.name();
-        let what = if count == 1 {
-            let len = |l: Option<usize>| l.map_or("null".to_string(), |l| format!("{l} bytes"));
-            format!(
-                "row {} (key {}, value {}, {} headers of {} bytes) alone in a batch ({codec})",
-                f.row,
-                len(f.key),
-                len(f.value),
-                f.headers,
-                f.header_bytes
-            )
-        } else {
-            format!(
-                "the batch ({codec}) of rows {}..{} (grouped up to batch_size={} uncompressed bytes; a smaller \
-                 batch_size avoids it)",
-                f.row,
-                f.row + count,
-                self.batch_size
-            )
-        };
-        debug_assert!(size > RECORD_BATCH_OVERHEAD);
-        Error::RecordTooLarge { what, size, limit: limit.describe.clone() }
     }
 }
 

@@ -72,7 +72,9 @@ struct SegmentState {
     record_count: Option<u64>,
 }
 
+mod roll;
 mod txn;
+pub use roll::IncomingBatch;
 
 /// What recovery shows producer state for each valid v2 batch (Kafka's `updateProducerState`
 /// in `LogSegment.recover`): the aborted transaction the batch completes, if any, with the

@@ -133,12 +133,7 @@ impl UnifiedLog {
         self.publish_first_unstable_offset(&mut psm);
         drop(psm);
         written?;
-        let unflushed = self.unflushed_messages.fetch_add(info.record_count, Ordering::AcqRel) + info.record_count;
-        let since_flush = now - self.last_flush_ms.load(Ordering::Acquire);
-        if unflushed as i64 >= config.flush_messages || since_flush >= config.flush_ms {
-            self.flush_locked(self.log_end_offset())?;
-        }
-        self.local.delete_due_files(false)?;
+        self.after_append(info.record_count, now, &config)?;
         Ok(LogAppendInfo {
             first_offset: info.first_offset,
             last_offset: info.last_offset,
@@ -152,13 +147,24 @@ impl UnifiedLog {
         })
     }
 
+    /// What follows a written append of `records` records, under the write lock: the flush
+    /// `flush.messages` / `flush.ms` ask for, and the deletion of the files that are due.
+    pub(super) fn after_append(&self, records: u64, now: i64, config: &LogConfig) -> Result<()> {
+        let unflushed = self.unflushed_messages.fetch_add(records, Ordering::AcqRel) + records;
+        let since_flush = now - self.last_flush_ms.load(Ordering::Acquire);
+        if unflushed as i64 >= config.flush_messages || since_flush >= config.flush_ms {
+            self.flush_locked(self.log_end_offset())?;
+        }
+        self.local.delete_due_files(false)
+    }
+
     /// Writes validated batches one at a time. A Kafka producer sends one batch per partition
     /// per request, and Kafka's leader refuses more; kafkalog accepts a run of batches,
     /// validates them all first, then writes each as Kafka would write that batch alone (each
     /// may roll the segment first), so the files match what a producer would have produced.
     /// The offsets advance after every batch, so an I/O failure part way leaves the log
     /// consistent.
-    fn append_batches(
+    pub(super) fn append_batches(
         &self,
         records: &[u8],
         now: i64,
@@ -174,13 +180,7 @@ impl UnifiedLog {
             let segment = self.maybe_roll(&batch, now, config, psm)?;
             let position = segment.size();
             segment.append(batch.last_offset(), bytes, count)?;
-            let mut o = self.offsets.write();
-            o.log_end = batch.next_offset();
-            o.log_end_position = segment.size();
-            if self.hw_follows_leo.load(Ordering::Acquire) {
-                o.high_watermark = o.log_end;
-            }
-            drop(o);
+            self.publish_log_end(batch.next_offset(), &segment);
             match &batch {
                 AnyBatch::V2(b) => {
                     producers::apply_producer_batch(psm, b, &segment, position, origin, transaction_version)?;
@@ -191,9 +191,20 @@ impl UnifiedLog {
         Ok(())
     }
 
+    /// Makes `log_end` (just written to `segment`, the active one) the log end offset, and the
+    /// high watermark too when it follows the log end.
+    pub(super) fn publish_log_end(&self, log_end: i64, segment: &LogSegment) {
+        let mut o = self.offsets.write();
+        o.log_end = log_end;
+        o.log_end_position = segment.size();
+        if self.hw_follows_leo.load(Ordering::Acquire) {
+            o.high_watermark = o.log_end;
+        }
+    }
+
     /// Rolls when the active segment is full, too old, has a full index, or cannot hold the
     /// incoming offsets (Kafka's `maybeRoll`).
-    fn maybe_roll(
+    pub(super) fn maybe_roll(
         &self,
         batch: &AnyBatch<'_>,
         now: i64,

@@ -4,3 +4,4 @@
 
 pub mod column;
 pub mod sink_columns;
+pub mod sink_records;

@@ -13,12 +13,16 @@
 use super::column::{BinaryColumn, Column, IntColumn, Offsets, TimeUnit, Validity};
 use crate::error::{Error, Result};
 use crate::record::default_record::Header;
+use crate::record::planned_batches::BatchPlanner;
 use crate::record::producer_batches::ProducerBatches;
 use crate::util::murmur2::partition_for_key;
 
 /// The names of the columns read, in Spark's order (for messages).
 const COLUMNS: &str = "key, value, headers, topic, partition, timestamp";
 const BINARY_TYPES: &str = "binary, string, large_binary or large_string";
+
+/// A row's timestamp (None for now), key and value.
+pub type RowFields<'a> = (Option<i64>, Option<&'a [u8]>, Option<&'a [u8]>);
 
 /// The log the rows go to, for the per-row checks.
 #[derive(Debug, Clone, Copy)]
@@ -168,8 +172,31 @@ impl<'a> SinkColumns<'a> {
         into: &mut ProducerBatches,
         scratch: &mut Vec<Header<'a>>,
     ) -> Result<()> {
+        self.for_each_checked_row(target, into.rows(), scratch, |ts, key, value, headers| {
+            into.push(ts, key, value, headers)
+        })
+    }
+
+    /// Checks every row and sizes it into `into` (nothing is encoded), as [`Self::encode`]
+    /// adds it to a `ProducerBatches`.
+    pub fn plan(&self, target: &SinkTarget<'_>, into: &mut BatchPlanner, scratch: &mut Vec<Header<'a>>) -> Result<()> {
+        self.for_each_checked_row(target, into.rows(), scratch, |ts, key, value, headers| {
+            into.push(ts, key, value, headers)
+        })
+    }
+
+    /// Checks each row (named `first_row + i`) and passes its timestamp (None for now), key,
+    /// value and headers to `f`.
+    #[inline]
+    fn for_each_checked_row(
+        &self,
+        target: &SinkTarget<'_>,
+        first_row: usize,
+        scratch: &mut Vec<Header<'a>>,
+        mut f: impl FnMut(Option<i64>, Option<&'a [u8]>, Option<&'a [u8]>, &[Header<'a>]) -> Result<()>,
+    ) -> Result<()> {
         for i in 0..self.rows {
-            let row = into.rows();
+            let row = first_row + i;
             let key = self.key.as_ref().and_then(|k| k.value(i));
             if key.is_none() && target.compacted {
                 return Err(row_error(
@@ -181,9 +208,18 @@ impl<'a> SinkColumns<'a> {
             let timestamp = self.timestamp(i, row)?;
             self.check_routing(i, row, target)?;
             self.headers_of(i, row, scratch)?;
-            into.push(timestamp, key, self.value.as_ref().and_then(|v| v.value(i)), scratch)?;
+            f(timestamp, key, self.value.as_ref().and_then(|v| v.value(i)), scratch)?;
         }
         Ok(())
+    }
+
+    /// Row `i` (already checked by [`Self::plan`]): its timestamp (None for now), key and
+    /// value; its headers into `headers`.
+    #[inline]
+    pub fn read_row(&self, i: usize, headers: &mut Vec<Header<'a>>) -> Result<RowFields<'a>> {
+        let timestamp = self.timestamp(i, i)?;
+        self.headers_of(i, i, headers)?;
+        Ok((timestamp, self.key.as_ref().and_then(|k| k.value(i)), self.value.as_ref().and_then(|v| v.value(i))))
     }
 
     /// Row `i`'s timestamp in milliseconds, None for a null (the append's now).
