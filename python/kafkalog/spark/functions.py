@@ -29,9 +29,7 @@ the clean.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import asdict
 from typing import Any
 
 from .environment import require_pyspark
@@ -41,8 +39,8 @@ require_pyspark()  # a missing or unsupported pyspark: SparkUnavailableError nam
 from pyspark.sql import Column  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from .maintenance import _COMPACT_FIELDS, _RETENTION_FIELDS, compact_job, retention_job  # noqa: E402
-from .maintenance_tasks import MaintenanceJob, run_path  # noqa: E402
+from .maintenance import _COMPACT_FIELDS, _RETENTION_FIELDS, compact_job, retention_job, task_function  # noqa: E402
+from .maintenance_tasks import MaintenanceJob  # noqa: E402
 
 __all__ = ["compact_log", "run_retention"]
 
@@ -90,17 +88,5 @@ def _as_column(path_col: Any) -> Column:
 
 
 def _column_function(job: MaintenanceJob, fields: list[tuple[str, tuple[str, Any]]], name: str) -> Any:
-    names = [n for n, _ in fields]
-    struct = "struct<" + ",".join(f"{n}:{spark_type}" for n, (spark_type, _) in fields) + ">"
-    # The job travels as JSON (strings and numbers only), as the maintenance jobs ship it.
-    payload = json.dumps(asdict(job))
-
-    def one_partition(path: Any) -> tuple[Any, ...]:
-        row = run_path(MaintenanceJob(**json.loads(payload)), path)
-        return tuple(row.get(n) for n in names)
-
-    # A lambda: pyspark infers a pandas UDF from type hints and warns when it cannot; the
-    # row-at-a-time form needs neither pandas nor Arrow's conversion of a one-field row.
-    run = lambda path: one_partition(path)  # noqa: E731
-    run.__name__ = name
-    return F.udf(run, struct, useArrow=False).asNondeterministic()
+    # The jobs' own task function, on a path instead of an index into the job's partitions.
+    return task_function(job, fields, by_path=True, name=name)

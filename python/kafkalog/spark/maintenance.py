@@ -49,12 +49,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, replace
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql import functions as F
 
 from .._native import (
     DiscoveredPartition,
@@ -67,7 +67,7 @@ from ..cleaner import CleanerStats
 from ..exceptions import InvalidConfigError
 from ..log import _config_pairs
 from ..testing import maintenance_seam
-from .maintenance_tasks import COMPACT_STATS_COLUMNS, MaintenanceJob, run_one
+from .maintenance_tasks import COMPACT_STATS_COLUMNS, MaintenanceJob, run_one, run_path
 
 __all__ = ["compact", "run_retention", "COMPACT_SCHEMA", "RETENTION_SCHEMA", "SKIPPED_REASONS"]
 
@@ -410,44 +410,44 @@ def _job_partitions(partitions: list[DiscoveredPartition]) -> list[tuple[str, in
 
 
 def _run_job(spark: Any, job: MaintenanceJob, fields: list[tuple[str, tuple[str, Any]]]) -> Any:
-    # The tasks run as the input partitions of a small Python data source: one input
-    # partition, so one Spark task, per log partition. Unlike mapInArrow it needs no pandas,
-    # and unlike an RDD it also works on Spark Connect. Collected here so that the work happens
-    # once, now: a lazy DataFrame would clean again at every action.
-    spark.dataSource.register(_MaintenanceSource)
-    tasks = spark.read.format(_MaintenanceSource.name()).option("job", json.dumps(asdict(job))).load()
-    rows = sorted(tasks.collect(), key=lambda r: (r["topic"], r["partition"], r["path"]))
-    return spark.createDataFrame(rows, _ddl(fields))
+    """Runs one task per partition of ``job`` as ONE Spark job and returns its rows as a local
+    DataFrame.
+
+    The job is ``spark.range`` with one range partition (so one task) per log partition and the
+    job's column function (:func:`task_function`) applied to each task's index into
+    ``job.partitions``: the partitions the driver discovered once, no planning in a Python
+    process (a Python data source would plan in two: schema and partitions), and the Python
+    workers Spark keeps (``spark.python.worker.reuse``) run the tasks. It works on Spark
+    Connect too. Collected here so that the work happens once, now (a lazy DataFrame would
+    clean again at every action); the result is built from the collected rows as an Arrow table,
+    which Spark keeps as a local relation: reading it runs no second job."""
+    count = len(job.partitions)
+    rows: list[dict[str, Any]] = []
+    if count:
+        column = task_function(job, fields, by_path=False)(F.col("id").cast("int"))
+        got = spark.range(0, count, 1, count).select(column.alias("r")).collect()
+        rows = sorted((r["r"].asDict() for r in got), key=lambda r: (r["topic"], r["partition"], r["path"]))
+    return spark.createDataFrame(pa.Table.from_pylist(rows, schema=_arrow(fields)), _ddl(fields))
 
 
-def _fields(op: str) -> list[tuple[str, tuple[str, Any]]]:
-    return _COMPACT_FIELDS if op == "compact" else _RETENTION_FIELDS
+def task_function(job: MaintenanceJob, fields: list[tuple[str, tuple[str, Any]]], *, by_path: bool, name: str = "") -> Any:
+    """The per-partition work as a non-deterministic row-at-a-time Python UDF returning a struct
+    of ``fields``: on an index into ``job.partitions`` (the jobs: the driver's discovery) or,
+    ``by_path``, on a partition directory path (the column functions of
+    :mod:`kafkalog.spark.functions`, :func:`~kafkalog.spark.maintenance_tasks.run_path`).
+    Non-deterministic, so Spark never folds, reorders or duplicates the call into each field it
+    reads. The job travels as JSON (strings and numbers only)."""
+    names = [n for n, _ in fields]
+    struct = "struct<" + ",".join(f"{n}:{spark_type}" for n, (spark_type, _) in fields) + ">"
+    payload = json.dumps(asdict(job))
 
+    def one_partition(arg: Any) -> tuple[Any, ...]:
+        task = MaintenanceJob(**json.loads(payload))
+        row = run_path(task, arg) if by_path else run_one(task, task.partitions[arg])
+        return tuple(row.get(n) for n in names)
 
-class _MaintenanceSource(DataSource):
-    """Internal: the maintenance job as a Python data source (option ``job``: a MaintenanceJob as JSON).
-    Holds only strings, as Spark pickles it."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "kafkalog_maintenance"
-
-    def schema(self) -> str:
-        return _ddl(_fields(json.loads(self.options["job"])["op"]))
-
-    def reader(self, schema: Any) -> DataSourceReader:
-        return _MaintenanceReader(self.options["job"])
-
-
-class _MaintenanceReader(DataSourceReader):
-    def __init__(self, job: str) -> None:
-        self.job = job
-
-    def partitions(self) -> list[InputPartition]:
-        return [InputPartition(i) for i in range(len(json.loads(self.job)["partitions"]))]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        # Runs on an executor: one partition's clean or retention, reported as one row.
-        job = MaintenanceJob(**json.loads(self.job))
-        row = run_one(job, job.partitions[partition.value])
-        yield pa.RecordBatch.from_pylist([row], schema=_arrow(_fields(job.op)))
+    # A lambda: pyspark infers a pandas UDF from type hints and warns when it cannot; the
+    # row-at-a-time form needs neither pandas nor Arrow's conversion of a one-field row.
+    run = lambda arg: one_partition(arg)  # noqa: E731
+    run.__name__ = name or f"kafkalog_{job.op}"
+    return F.udf(run, struct, useArrow=False).asNondeterministic()
