@@ -78,6 +78,7 @@ bench: $(NATIVE_STAMP)
 	$(PY) benches/bench_cleaner.py
 	$(PY) benches/bench_read_committed.py
 	$(PY) benches/bench_spark_read.py
+	$(PY) benches/bench_spark_compact.py
 	$(PY) benches/bench_append_arrow.py
 
 bench-python: $(NATIVE_STAMP)
