@@ -103,3 +103,27 @@ def test_each_skip_says_why_and_leaves_the_log_alone(spark, tmp_path):
     assert row["checkpoint"] == row["first_dirty_offset"] == row["cleaned_to_offset"] == 300
     assert segments() == before
     assert all(any(r.startswith(reason) for reason in SKIPPED_REASONS) for r in (row["skipped"],))
+
+
+def test_the_task_s_map_is_sized_to_the_log_but_never_above_the_configured_buffer(spark, tmp_path):
+    """Each task sizes its offset map to what its log can need (twice its records) when the
+    configured log.cleaner.dedupe.buffer.size is larger, and keeps the configured one when it
+    is smaller: a buffer of 40 slots on 300 keys still takes the passes compact_dirty takes on
+    a copy with that buffer, and the default buffer one pass, with the same records."""
+    import shutil
+
+    data, copy = tmp_path / "data", tmp_path / "copy"
+    append(data / "users-0", 0, 300, 300)
+    append(data / "users-1", 0, 300, 300)
+    shutil.copytree(data, copy)
+    small = 40 * 24
+    got = rows(compact(spark, data / "users-0", config={**TOPIC_CONFIG, "log.cleaner.dedupe.buffer.size": small}, time_ms=NOW))
+    got |= rows(compact(spark, data / "users-1", config=TOPIC_CONFIG, time_ms=NOW))
+    for p, size in ((0, small), (1, None)):
+        with kafkalog.UnifiedLog.open(copy / f"users-{p}", TOPIC_CONFIG) as log:
+            outcome = log.compact_dirty(time_ms=NOW, **({"dedupe_buffer_size": size} if size else {}))
+        assert got[p]["passes"] == len(outcome.result.passes), (p, got[p])
+        with kafkalog.UnifiedLog.open(copy / f"users-{p}", read_only=True) as want, \
+                kafkalog.UnifiedLog.open(data / f"users-{p}", read_only=True) as have:
+            assert [(r.offset, r.key, r.value) for r in have.records()] == [(r.offset, r.key, r.value) for r in want.records()]
+    assert got[0]["passes"] > 1 and got[1]["passes"] == 1

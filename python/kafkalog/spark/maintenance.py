@@ -302,7 +302,8 @@ def compact(
     list or a list). ``topics``: only these topics (a comma list or a list). ``config``: topic
     configs (``cleanup.policy`` defaults to ``compact``; ``min.compaction.lag.ms``,
     ``delete.retention.ms``, ``segment.bytes``, ...) and the cleaner's broker keys
-    ``log.cleaner.dedupe.buffer.size`` (per task), ``log.cleaner.io.buffer.size``,
+    ``log.cleaner.dedupe.buffer.size`` (per task, at most: a task's map holds no more than twice its
+    partition's records, so it never fills sooner), ``log.cleaner.io.buffer.size``,
     ``log.cleaner.io.buffer.load.factor`` and ``log.cleaner.io.max.bytes.per.second`` (per
     task). ``wait``: wait for locked partitions instead of reporting them (at most
     ``wait_timeout`` seconds each).

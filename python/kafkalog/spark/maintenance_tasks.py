@@ -150,7 +150,7 @@ def _compact_one(job: MaintenanceJob, log: UnifiedLog, row: dict[str, Any]) -> N
     compacted = "compact" in [p.strip() for p in log.config["cleanup.policy"].split(",")]
     if compacted and job.roll and log.segments and log.segments[-1].size > 0:
         log.roll()
-    outcome = log.compact_dirty(time_ms=job.time_ms, **job.cleaner)
+    outcome = log.compact_dirty(time_ms=job.time_ms, **_sized_cleaner(job.cleaner, row["records_before"]))
     result = outcome.result
     row["passes"] = 0 if result is None else len(result.passes)
     row["checkpoint"] = outcome.checkpoint
@@ -165,6 +165,27 @@ def _compact_one(job: MaintenanceJob, log: UnifiedLog, row: dict[str, Any]) -> N
             f"cleaned to offset {row['cleaned_to_offset']}, but cleaner-offset-checkpoint was not updated "
             f"(the next clean starts from the old entry): {outcome.checkpoint_error}"
         )
+
+
+#: compact_dirty's defaults (Kafka's log.cleaner.dedupe.buffer.size and
+#: log.cleaner.io.buffer.load.factor).
+_DEDUPE_BUFFER_SIZE = 128 * 1024 * 1024
+_LOAD_FACTOR = 0.9
+
+
+def _sized_cleaner(cleaner: dict[str, Any], records: int) -> dict[str, Any]:
+    """The cleaner's sizes for a partition of ``records`` records: the dedupe buffer as
+    configured (``log.cleaner.dedupe.buffer.size``, per task), but no larger than a map whose
+    usable slots (``load_factor`` of them) hold twice every record of the log. The dirty section
+    has no more keys than records, so such a map never fills: the clean makes the same single
+    pass, with the same result, as with the configured map, without allocating and zeroing
+    memory it cannot use (Kafka's cleaner threads allocate their map once; each task's first
+    clean allocates its own, 128 MiB by default, which cost a small partition more than the
+    clean itself)."""
+    load_factor = float(cleaner.get("load_factor", _LOAD_FACTOR))
+    configured = int(cleaner.get("dedupe_buffer_size", _DEDUPE_BUFFER_SIZE))
+    fits = (int(2 * max(records, 1) / load_factor) + 1) * 24
+    return {**cleaner, "dedupe_buffer_size": min(configured, fits)}
 
 
 def _retention_one(job: MaintenanceJob, log: UnifiedLog, row: dict[str, Any]) -> None:
