@@ -28,6 +28,8 @@ from kafkalog.exceptions import (
 )
 from kafkalog.spark.partitioner import murmur2
 
+from kit.kafka_vectors import KAFKA_PARTITION
+
 Snapshot = Callable[[Path], dict[str, tuple[int, int, str]]]
 NOW = 1_700_000_000_000
 HEADER_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
@@ -255,24 +257,6 @@ def test_a_reader_is_read_whole_before_anything_is_written(tmp_path: Path, snaps
         with pytest.raises(InvalidRecordError, match="row 2 of data, column 'timestamp'"):
             log.append_arrow(pa.RecordBatchReader.from_batches(schema, batches))
         assert snapshot_dir(tmp_path) == before
-
-
-# Computed with Apache Kafka 4.3.1 (tests/spark/test_spark_write.py's KAFKA_PARTITION):
-# toPositive(Utils.murmur2(key)) % n.
-KAFKA_PARTITION = {
-    (b"", 7): 2,
-    (b"a", 3): 1,
-    (b"a", 7): 5,
-    (b"customer-1", 7): 3,
-    (b"customer-42", 7): 1,
-    (b"customer-42", 12): 9,
-    (b"hello", 6): 3,
-    (b"kafkalog", 6): 1,
-    (b"kafkalog", 12): 7,
-    (b"0123456789abcdef", 7): 6,
-    (b"the quick brown fox", 3): 1,
-    (bytes([0xFF, 0x00, 0x80, 0x7F, 0x01]), 7): 6,
-}
 
 
 def test_partitions_for_keys_match_kafka() -> None:

@@ -43,13 +43,8 @@ def require_pyspark() -> str:
     except ImportError as e:
         raise SparkUnavailableError(f"kafkalog.spark needs pyspark, which cannot be imported ({e}): {_INSTALL}") from e
     version = str(getattr(pyspark, "__version__", "unknown"))
-    found = _major_minor(version)
-    low, high = PYSPARK_SUPPORTED
-    if found is None or not low <= found < high:
-        raise SparkUnavailableError(
-            f"kafkalog.spark needs pyspark >= {low[0]}.{low[1]} and < {high[0]}, but pyspark {version} is installed "
-            f"(at {os.path.dirname(getattr(pyspark, '__file__', '') or '?')}): {_INSTALL}"
-        )
+    where = os.path.dirname(getattr(pyspark, "__file__", "") or "?")
+    _check_supported("pyspark", version, f"pyspark {version} is installed (at {where}): {_INSTALL}")
     return version
 
 
@@ -57,13 +52,12 @@ def require_spark_version(version: str) -> None:
     """Checks the version a Spark session runs (``spark.version``: the cluster's Spark, which may
     differ from the pyspark package's) against :data:`PYSPARK_SUPPORTED`; raises
     SparkUnavailableError naming it otherwise."""
-    found = _major_minor(version)
-    low, high = PYSPARK_SUPPORTED
-    if found is None or not low <= found < high:
-        raise SparkUnavailableError(
-            f"kafkalog.spark needs Spark >= {low[0]}.{low[1]} and < {high[0]}, but the session runs Spark {version}: "
-            f"run on a Spark {low[0]}.{low[1]}+ cluster (or locally with {_INSTALL})"
-        )
+    low = PYSPARK_SUPPORTED[0]
+    _check_supported(
+        "Spark",
+        version,
+        f"the session runs Spark {version}: run on a Spark {low[0]}.{low[1]}+ cluster (or locally with {_INSTALL})",
+    )
 
 
 def require_java(env: Mapping[str, str] | None = None) -> tuple[str, int]:
@@ -109,6 +103,14 @@ def java_major_version(version_output: str) -> int | None:
         return None
     major = int(m.group(1))
     return int(m.group(2) or 0) if major == 1 else major
+
+
+def _check_supported(what: str, version: str, found_and_fix: str) -> None:
+    """SparkUnavailableError unless ``version`` lies within :data:`PYSPARK_SUPPORTED`."""
+    found = _major_minor(version)
+    low, high = PYSPARK_SUPPORTED
+    if found is None or not low <= found < high:
+        raise SparkUnavailableError(f"kafkalog.spark needs {what} >= {low[0]}.{low[1]} and < {high[0]}, but {found_and_fix}")
 
 
 def _major_minor(version: str) -> tuple[int, int] | None:
