@@ -24,11 +24,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -107,23 +107,28 @@ class SparkDaemon:
             self._changed.notify_all()
 
     def wait_for(self, pattern: str, what: str, timeout: float = HANG_GUARD_S) -> re.Match[str]:
-        """The first output line matching ``pattern`` (a regex), waiting until it is printed.
-        Raises SparkDaemonError if the daemon's output ends first or after ``timeout``."""
+        """The first output line matching ``pattern`` (a regex), waiting until it is printed:
+        the reader thread's notification is the event. Raises SparkDaemonError if the daemon's
+        output ends first, or if nothing matches within ``timeout`` (a hang guard only)."""
         regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
+        found: list[re.Match[str]] = []
         seen = 0
+
+        def matched_or_ended() -> bool:
+            nonlocal seen
+            for line in self._lines[seen:]:
+                if m := regex.search(line):
+                    found.append(m)
+                    return True
+            seen = len(self._lines)
+            return self._eof
+
         with self._changed:
-            while True:
-                for line in self._lines[seen:]:
-                    if m := regex.search(line):
-                        return m
-                seen = len(self._lines)
-                if self._eof:
-                    raise SparkDaemonError(f"{self.name} exited ({self.proc.wait()}) before {what}:\n{self.tail()}")
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise SparkDaemonError(f"no {what} from {self.name} after {timeout} s:\n{self.tail()}")
-                self._changed.wait(left)
+            if not self._changed.wait_for(matched_or_ended, timeout):
+                raise SparkDaemonError(f"no {what} from {self.name} after {timeout} s:\n{self.tail()}")
+        if not found:
+            raise SparkDaemonError(f"{self.name} exited ({self.proc.wait()}) before {what}:\n{self.tail()}")
+        return found[0]
 
     def tail(self, lines: int = 40) -> str:
         with self._changed:
@@ -141,13 +146,7 @@ class SparkDaemon:
         _signal_group(self.pgid, signal.SIGKILL)
         self.proc.wait(timeout)
         self._reader.join(timeout)
-        # Processes of the group the leader started (executors, Python workers) are reaped by
-        # init once killed, an event this process cannot wait on: poll, with the hang guard.
-        deadline = time.monotonic() + timeout
-        while _group_alive(self.pgid):
-            if time.monotonic() > deadline:
-                raise SparkDaemonError(f"processes of {self.name}'s group {self.pgid} survived SIGKILL")
-            time.sleep(0.05)
+        _await_group_exit(self.pgid, self.name, timeout)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -157,12 +156,42 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
-def _group_alive(pgid: int) -> bool:
+def _group_members(pgid: int) -> list[int]:
+    """The processes of group ``pgid`` that have not exited (from /proc; zombies excluded)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+def _await_group_exit(pgid: int, name: str, timeout: float) -> None:
+    """Waits until every process of group ``pgid`` (executors, Python workers: not our children,
+    so not waitable) has exited, on an event per process: its pidfd turns readable when it
+    exits. SIGKILLed processes start nothing, so one listing is complete. Raises
+    SparkDaemonError if some are still running after ``timeout`` (a hang guard only)."""
+    fds = []
     try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+        for pid in _group_members(pgid):
+            try:
+                fds.append(os.pidfd_open(pid))
+            except ProcessLookupError:  # exited since the listing
+                pass
+        pending = list(fds)
+        while pending:
+            ready, _, _ = select.select(pending, [], [], timeout)
+            if not ready:
+                raise SparkDaemonError(f"processes of {name}'s group {pgid} survived SIGKILL: {_group_members(pgid)}")
+            pending = [fd for fd in pending if fd not in ready]
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def daemon_env(work_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
