@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -21,18 +21,10 @@ import kafkalog
 from kafkalog import Record
 from kafkalog.spark import compact
 from kafkalog.spark.partitioner import partition_for_key
+from kit.remote_spark import COMPACT_CONFIG, T0, check_clean_equals_compact_now, local_rows
 from kit.spark_cluster import StandaloneCluster, task_process
 
 pytestmark = pytest.mark.spark
-
-T0 = 1_700_000_000_000
-COMPACT_CONFIG = {
-    "internal.segment.bytes": "4096",
-    "delete.retention.ms": "1000",
-    "min.compaction.lag.ms": "0",
-    "min.cleanable.dirty.ratio": "0",
-}
-
 
 def executor_jvms(rows: list[tuple[int, str, int, str]]) -> set[int]:
     """The executor JVMs that ran ``rows``' tasks, after checking each is an executor (not the
@@ -57,15 +49,6 @@ def write_topic(root: Path, topic: str, partitions: int, seed: int) -> None:
                 log.append(records, compression=codecs[(p + b) % len(codecs)])
 
 
-def local_rows(root: Path, topic: str, partitions: int) -> list[tuple]:
-    rows = []
-    for p in range(partitions):
-        with kafkalog.UnifiedLog.open(root / f"{topic}-{p}", read_only=True) as log:
-            for r in log.to_arrow().to_pylist():
-                rows.append((r["topic"], r["partition"], r["offset"], r["key"], r["value"], r["timestamp"]))
-    return sorted(rows)
-
-
 def test_tasks_run_in_executor_jvms_on_both_workers(cluster_spark: SparkSession, spark_cluster: StandaloneCluster) -> None:
     """Two executors, one per worker, each a JVM other than the driver's, running the venv's
     Python (PYSPARK_PYTHON reaches them from the driver)."""
@@ -88,7 +71,7 @@ def test_batch_read_equals_the_local_read(cluster_spark: SparkSession, tmp_path:
     got = df.collect()
     assert sorted(
         (r["topic"], r["partition"], r["offset"], bytes(r["key"]), bytes(r["value"]), r["timestamp"]) for r in got
-    ) == [(t, p, o, k, v, ts.replace(tzinfo=None)) for t, p, o, k, v, ts in local_rows(tmp_path, "orders", 3)]
+    ) == [(t, p, o, k, v, ts.replace(tzinfo=None)) for t, p, o, k, v, ts in local_rows(tmp_path, "orders", 3, timestamps=True)]
     assert len(executor_jvms([tuple(json.loads(r["task"])) for r in got])) == 2  # three tasks, two executors
     with_headers = [r for r in got if r["headers"]]
     assert with_headers and all(r["headers"][0]["key"] == "h" for r in with_headers)
@@ -159,40 +142,16 @@ def test_stream_restarts_from_its_checkpoint(cluster_spark: SparkSession, tmp_pa
     append("in-0", range(40, 55))
     assert run() == list(range(40, 55))
     assert run() == []
-    out = sorted(int(v) for *_, v, _ in local_rows(logs, "out", 1))
+    out = sorted(int(v) for *_, v, _ in local_rows(logs, "out", 1, timestamps=True))
     assert out == list(range(55)) + list(range(1000, 1010))
 
 
-def write_keyed(path: Path, seed: int, codec: str) -> None:
-    with kafkalog.UnifiedLog.open(path, {**COMPACT_CONFIG, "cleanup.policy": "compact"}) as log:
-        for b in range(40):
-            records = [
-                Record(b"key-%02d" % ((seed * 13 + b * 5 + i) % 20), None if (b + i) % 9 == 0 else b"val-%d-%d" % (b, i),
-                       timestamp=T0 + 10 * b + i)
-                for i in range(1 + (b * 3 + seed) % 4)
-            ]
-            log.append(records, compression=codec, batch_size=300)
-
-
 def test_distributed_compact_equals_compact_now(cluster_spark: SparkSession, tmp_path: Path) -> None:
-    data, expected = tmp_path / "data", tmp_path / "expected"
-    for p, codec in enumerate(["none", "lz4", "zstd", "gzip"]):
-        write_keyed(data / f"users-{p}", seed=p, codec=codec)
-    shutil.copytree(data, expected)
-    now = T0 + 100_000
-    want = {}
-    for p in range(4):
-        with kafkalog.UnifiedLog.open(expected / f"users-{p}", {**COMPACT_CONFIG, "cleanup.policy": "compact"}) as log:
-            want[p] = log.compact_now(time_ms=now)
-    rows = {r["partition"]: r for r in compact(cluster_spark, str(data), config=COMPACT_CONFIG, time_ms=now).collect()}
-    assert sorted(rows) == [0, 1, 2, 3]
-    for p in range(4):
-        assert rows[p]["error"] is None
-        assert rows[p]["cleaned_to_offset"] == want[p].end_offset
-        assert rows[p]["records_after"] < rows[p]["records_before"]
-        assert local_rows(data, "users", 4) == local_rows(expected, "users", 4)
-        for seg in sorted((expected / f"users-{p}").glob("*.log")):
-            assert (data / f"users-{p}" / seg.name).read_bytes() == seg.read_bytes()
+    def job(data: Path, now: int) -> dict[int, Any]:
+        rows = compact(cluster_spark, str(data), config=COMPACT_CONFIG, time_ms=now).collect()
+        return {r["partition"]: r for r in rows}
+
+    check_clean_equals_compact_now(tmp_path, ["none", "lz4", "zstd", "gzip"], job)
 
 
 def test_compact_log_column_function_on_executors(cluster_spark: SparkSession, tmp_path: Path) -> None:
@@ -201,26 +160,11 @@ def test_compact_log_column_function_on_executors(cluster_spark: SparkSession, t
     cleaner-offset-checkpoint the first wrote), and said so in ``skipped``."""
     from kafkalog.spark.functions import compact_log
 
-    data, expected = tmp_path / "data", tmp_path / "expected"
-    for p, codec in enumerate(["lz4", "zstd"]):
-        write_keyed(data / f"users-{p}", seed=p + 5, codec=codec)
-    shutil.copytree(data, expected)
-    now = T0 + 100_000
-    want = {}
-    for p in range(2):
-        with kafkalog.UnifiedLog.open(expected / f"users-{p}", {**COMPACT_CONFIG, "cleanup.policy": "compact"}) as log:
-            want[p] = log.compact_now(time_ms=now)
-    dirs = cluster_spark.createDataFrame([(str(data / f"users-{p}"),) for p in range(2)], "path string").repartition(2)
+    def column_function(data: Path, now: int) -> dict[int, Any]:
+        dirs = cluster_spark.createDataFrame([(str(data / f"users-{p}"),) for p in range(2)], "path string")
+        rows = dirs.repartition(2).select(compact_log("path", COMPACT_CONFIG, time_ms=now).alias("r")).select("r.*")
+        return {r["partition"]: r.asDict() for r in rows.collect()}
 
-    def run() -> dict[int, dict]:
-        rows = dirs.select(compact_log("path", COMPACT_CONFIG, time_ms=now).alias("r")).select("r.*").collect()
-        return {r["partition"]: r.asDict() for r in rows}
-
-    first = run()
-    assert sorted(first) == [0, 1]
-    for p in range(2):
-        assert first[p]["error"] is None and first[p]["skipped"] is None
-        assert first[p]["cleaned_to_offset"] == want[p].end_offset
-    assert local_rows(data, "users", 2) == local_rows(expected, "users", 2)
-    second = run()
+    check_clean_equals_compact_now(tmp_path, ["lz4", "zstd"], column_function, seed=5)
+    second = column_function(tmp_path / "data", T0 + 100_000)
     assert all(second[p]["skipped"].startswith("nothing dirty") for p in range(2)), second
