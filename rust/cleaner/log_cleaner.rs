@@ -152,6 +152,10 @@ struct Core {
     hook: RwLock<Option<CleanHook>>,
     /// Threads restarted after dying.
     restarts: AtomicU64,
+    /// Threads that died (of a panic) since the cleaner was created; `died` wakes
+    /// [`LogCleaner::wait_for_deaths`].
+    deaths: Mutex<u64>,
+    died: Condvar,
 }
 
 /// The pool of cleaner threads. Mirrors Kafka's `LogCleaner` (with `CleanerThread`).
@@ -215,6 +219,8 @@ impl LogCleaner {
             max_message_bytes: ctx.max_message_bytes,
             hook: RwLock::new(None),
             restarts: AtomicU64::new(0),
+            deaths: Mutex::new(0),
+            died: Condvar::new(),
         };
         LogCleaner {
             core: Arc::new(core),
@@ -300,6 +306,13 @@ impl LogCleaner {
     /// Threads that died of a panic and were not restarted yet (Kafka's `DeadThreadCount`).
     pub fn dead_thread_count(&self) -> usize {
         self.threads.lock().iter().filter(|t| t.slot.dead.lock().is_some()).count()
+    }
+
+    /// Blocks until at least `n` threads have died since the cleaner was created (restarted or
+    /// not), woken by each death; false if `timeout` passes first (a hang guard).
+    pub fn wait_for_deaths(&self, n: u64, timeout: std::time::Duration) -> bool {
+        let mut deaths = self.core.deaths.lock();
+        !self.core.died.wait_while_for(&mut deaths, |d| *d < n, timeout).timed_out()
     }
 
     /// Threads restarted after dying, since the cleaner was created.
@@ -551,6 +564,8 @@ impl Core {
             };
             log::error!("{} died: {panic}", thread_name(cleaner.id()));
             *slot.dead.lock() = Some(panic);
+            *self.deaths.lock() += 1;
+            self.died.notify_all();
             return;
         }
     }

@@ -193,6 +193,28 @@ impl LogCleanerManager {
         self.changed.notify_all();
     }
 
+    /// Blocks until `tp` is in `expected`, woken by each change of the cleaning states; false
+    /// if `timeout` passes first (a hang guard for callers such as tests that wait for a
+    /// cleaner thread to reach a state).
+    pub fn wait_for_cleaning_state(&self, tp: &TopicPartition, expected: LogCleaningState, timeout: Duration) -> bool {
+        let mut state = self.state.lock();
+        !self.changed.wait_while_for(&mut state, |s| s.in_progress.get(tp) != Some(&expected), timeout).timed_out()
+    }
+
+    /// Blocks until `cond` holds over [`LogCleanerManager::all_cleaner_checkpoints`], woken by
+    /// each checkpoint update; false if `timeout` passes first (a hang guard).
+    pub fn wait_for_checkpoints(
+        &self,
+        timeout: Duration,
+        cond: impl Fn(&HashMap<TopicPartition, i64>) -> bool,
+    ) -> bool {
+        let all = |s: &State| -> HashMap<TopicPartition, i64> {
+            s.checkpoints.values().flat_map(|m| m.iter().map(|(tp, o)| (tp.clone(), *o))).collect()
+        };
+        let mut state = self.state.lock();
+        !self.changed.wait_while_for(&mut state, |s| !cond(&all(s)), timeout).timed_out()
+    }
+
     /// Whether `tp` is in `expected` (Kafka's `isCleaningInState`; `None` never matches).
     pub fn is_cleaning_in_state(&self, tp: &TopicPartition, expected: LogCleaningState) -> bool {
         self.state.lock().in_progress.get(tp) == Some(&expected)
@@ -360,6 +382,7 @@ impl LogCleanerManager {
             }
             Some(LogCleaningState::InProgress) => {
                 state.in_progress.insert(tp.clone(), LogCleaningState::Aborted);
+                self.changed.notify_all();
             }
             Some(LogCleaningState::Paused(n)) => {
                 state.in_progress.insert(tp.clone(), LogCleaningState::Paused(n + 1));
@@ -475,6 +498,7 @@ impl LogCleanerManager {
         match write_checkpoint(dir, CLEANER_OFFSET_CHECKPOINT_FILE, &entries) {
             Ok(()) => {
                 state.checkpoints.insert(dir.to_path_buf(), updated);
+                self.changed.notify_all();
             }
             Err(e) => {
                 let reason = format!("failed to write {CLEANER_OFFSET_CHECKPOINT_FILE} in {}: {e}", dir.display());

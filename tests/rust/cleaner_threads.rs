@@ -19,7 +19,7 @@ use kafkalog::manager::log_manager::{LogManager, LogManagerOptions};
 use kafkalog::util::clock::ManualClock;
 use kafkalog::LogManagerConfig;
 
-use crate::common::cleaner_manager::{base, compact, file_checkpoints, fill, grab, tp, wait_until, Env, HOUR};
+use crate::common::cleaner_manager::{base, compact, file_checkpoints, fill, grab, tp, Env, HANG_GUARD, HOUR};
 use crate::common::{config, manager_config, scan_all, T0};
 
 /// A broker config over `dirs` with 300-byte segments, a 2 MiB dedupe buffer, 64 KiB cleaner
@@ -59,7 +59,7 @@ fn deleting_a_partition_waits_for_its_clean_and_forgets_it() {
     assert_eq!(ltc.log.topic_partition(), &tp("a"));
     std::thread::scope(|s| {
         let deleter = s.spawn(|| m.delete_log(&tp("a")));
-        wait_until("the clean is aborted", || cm.is_cleaning_in_state(&tp("a"), LogCleaningState::Aborted));
+        assert!(cm.wait_for_cleaning_state(&tp("a"), LogCleaningState::Aborted, HANG_GUARD), "the clean is aborted");
         cm.done_cleaning(&tp("a"), tmp.path(), 20).unwrap();
         deleter.join().unwrap().unwrap();
     });
@@ -109,7 +109,7 @@ fn removing_compact_from_the_policy_aborts_the_clean() {
     assert!(grab(&cm).is_some());
     std::thread::scope(|s| {
         let updater = s.spawn(|| m.update_topic_config("a", config(&[("cleanup.policy", "delete")])));
-        wait_until("the clean is aborted", || cm.is_cleaning_in_state(&tp("a"), LogCleaningState::Aborted));
+        assert!(cm.wait_for_cleaning_state(&tp("a"), LogCleaningState::Aborted, HANG_GUARD), "the clean is aborted");
         cm.done_cleaning(&tp("a"), tmp.path(), 0).unwrap();
         updater.join().unwrap().unwrap();
     });
@@ -142,7 +142,7 @@ fn a_panicking_clean_kills_only_its_thread_which_is_restarted() {
     })));
     cleaner.startup().unwrap();
     assert_eq!(cleaner.thread_names(), ["kafka-log-cleaner-thread-0", "kafka-log-cleaner-thread-1"]);
-    wait_until("a thread died", || cleaner.dead_thread_count() == 1);
+    assert!(cleaner.wait_for_deaths(1, HANG_GUARD), "a thread died");
     let reason = cleaner.manager().uncleanable_reason(&tp("boom")).unwrap().reason;
     assert!(reason.contains("deliberate panic in the clean of boom-0"), "{reason}");
     assert_eq!(cleaner.manager().cleaning_state(&tp("boom")), None, "the partition was released");
@@ -163,7 +163,7 @@ fn the_scheduler_tick_restarts_dead_threads() {
     let cleaner = m.log_cleaner().unwrap().clone();
     cleaner.set_clean_hook(Some(Arc::new(|_: &TopicPartition| panic!("deliberate panic"))));
     fill(&log, 20, 20, T0);
-    wait_until("the thread died", || cleaner.dead_thread_count() == 1 || cleaner.dead_thread_restarts() == 1);
+    assert!(cleaner.wait_for_deaths(1, HANG_GUARD), "the thread died");
     m.tick();
     assert_eq!((cleaner.dead_thread_count(), cleaner.dead_thread_restarts()), (0, 1));
     let status = m.cleaner_status(&StatusFilter::default()).unwrap();
@@ -215,7 +215,7 @@ fn reconfigure_changes_threads_and_throttle() {
     let log = env.log("boom", &compact(&[]));
     cleaner.set_clean_hook(Some(Arc::new(|_: &TopicPartition| panic!("deliberate panic"))));
     fill(&log, 20, 20, T0);
-    wait_until("a thread died", || cleaner.dead_thread_count() == 1);
+    assert!(cleaner.wait_for_deaths(1, HANG_GUARD), "a thread died");
     cleaner.reconfigure(&small_cleaner(3)).unwrap();
     assert_eq!((cleaner.thread_count(), cleaner.dead_thread_count()), (3, 0));
     cleaner.shutdown();
@@ -401,10 +401,10 @@ fn a_thread_pool_cleans_two_partitions() {
         log
     });
     let cleaner = m.log_cleaner().unwrap().clone();
-    wait_until("both partitions were cleaned", || {
-        let c = cleaner.manager().all_cleaner_checkpoints();
+    let cleaned = cleaner.manager().wait_for_checkpoints(HANG_GUARD, |c| {
         logs.iter().all(|l| c.get(l.topic_partition()).copied().unwrap_or(0) > 0)
     });
+    assert!(cleaned, "both partitions were cleaned");
     for log in &logs {
         let checkpoint = cleaner.manager().all_cleaner_checkpoints()[log.topic_partition()];
         assert_compacted(log, checkpoint);

@@ -12,7 +12,7 @@ use kafkalog::file_names::CLEANER_OFFSET_CHECKPOINT_FILE;
 use kafkalog::log::unified_log::UnifiedLog;
 use kafkalog::util::clock::Clock;
 
-use crate::common::cleaner_manager::{base, compact, file_checkpoints, fill, grab, tp, wait_until, Env, HOUR};
+use crate::common::cleaner_manager::{base, compact, file_checkpoints, fill, grab, tp, Env, HANG_GUARD, HOUR};
 use crate::common::{config, T0};
 
 fn grabbed(m: &LogCleanerManager) -> Option<String> {
@@ -360,7 +360,7 @@ fn abort_and_pause_waits_for_the_running_work() {
             m.abort_and_pause_cleaning(&tp("a"));
             returned.store(true, Ordering::SeqCst);
         });
-        wait_until("the abort is requested", || m.is_cleaning_in_state(&tp("a"), LogCleaningState::Aborted));
+        assert!(m.wait_for_cleaning_state(&tp("a"), LogCleaningState::Aborted, HANG_GUARD), "the abort is requested");
         assert!(!returned.load(Ordering::SeqCst), "abort_and_pause returned while the work ran");
         assert!(m.check_cleaning_aborted(&tp("a")).is_err());
         m.done_deleting(&[tp("a")]).unwrap();

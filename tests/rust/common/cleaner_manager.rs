@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kafkalog::checkpoint::checkpoint_file::read_checkpoint_or_empty;
 use kafkalog::cleaner::log_cleaner::{LogCleaner, LogCleanerContext};
@@ -135,13 +135,6 @@ pub(crate) fn grab(m: &LogCleanerManager) -> Option<LogToClean> {
     m.grab_filthiest_compacted_log(&mut PreCleanStats::default())
 }
 
-/// Waits until `cond`, a state another thread (a cleaner thread) reaches, holds. The engine has
-/// no event for these states (dead threads, an abort request), so this polls; the deadline only
-/// turns a hang into a failure and is far beyond any wait the test needs.
-pub(crate) fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
+/// How long a test waits for a state a cleaner thread reaches (the engine's `wait_for_*`
+/// calls block on its events; this only turns a hang into a failure).
+pub(crate) const HANG_GUARD: Duration = Duration::from_secs(300);
