@@ -18,7 +18,9 @@ cached in memory and counted before any clock starts, so no path pays for genera
 kafkalog writes it into a topic of ``--partitions`` partitions (4), uncompressed by default
 (``--codec``). Before the timed runs, each path writes a small DataFrame once, untimed (Spark
 starts and reuses its Python workers, the JVM compiles the plans). The timed runs go round
-robin over the paths, each into a fresh directory, so a load change hits all of them; figures
+robin over the paths, each into a fresh directory, so a load change hits all of them, and
+start after an untimed ``os.sync()``, so no path pays for the last one's writeback (kafkalog
+fsyncs each partition when a task releases it, as any close does; Parquet does not); figures
 are medians of ``--runs`` runs; MB are the key + value bytes. The 1-minute load average before
 and after is printed (the benches run on shared machines).
 
@@ -133,6 +135,7 @@ def main() -> None:
             writers[kind](warm, work / f"warm-{kind}")
         for run in range(args.runs):
             for kind in PATHS:
+                os.sync()  # the last path's dirty pages go to disk outside anyone's clock
                 t0 = time.perf_counter()
                 writers[kind](df, work / f"{kind}-{run}")
                 times[kind].append(time.perf_counter() - t0)

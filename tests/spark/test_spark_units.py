@@ -152,3 +152,44 @@ def test_row_bounds_are_upper_bounds_of_the_encoded_records() -> None:
         native_headers = [(k.encode(), v) for k, v in headers or []]
         encoded = len(_native.build_batch(0, [(0, 2**40, key, value, native_headers)], "none", -1, -1, -1, False, -1, None)) - 61
         assert encoded <= bound <= encoded + 36 + 10 * len(native_headers)
+
+
+def _two_partition_rows() -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([b"k"] * 10), pa.array([b"v" * 100] * 10)], names=["key", "value"])
+
+
+def _locked(path: str) -> bool:
+    try:
+        UnifiedLog.open(path).close()
+    except Exception as e:  # noqa: BLE001 - only the lock error is expected
+        assert type(e).__name__ == "LogDirLockedError", e
+        return True
+    return False
+
+
+def test_arrow_sink_releases_each_partition_after_a_flush_and_starts_at_its_turn(tmp_path) -> None:
+    """Between flushes the Arrow sink holds no partition (so the other tasks of a job can
+    append), and a sink whose turn is 1 appends to partition 1 first; the row sink (the
+    bench's baseline) keeps what it locked until the task ends."""
+    from kafkalog.spark.sink import RowTaskSink, TaskSink
+    from kafkalog.spark.write_options import parse_write_options
+
+    opts = parse_write_options({"path": str(tmp_path), "topic": "t", "partitions": "2"})
+    sink = TaskSink(opts, flush_bytes=1, turn=1)
+    rows = _two_partition_rows()
+    sink.add(("t", 0), rows, rows.num_rows, rows.nbytes)
+    sink.add(("t", 1), rows, rows.num_rows, rows.nbytes)
+    sink.maybe_flush()
+    assert list(sink.appended) == [("t", 1), ("t", 0)]
+    assert not sink.pending
+    assert not any(_locked(str(tmp_path / f"t-{p}")) for p in (0, 1))
+    assert [(a.partition, a.first_offset, a.last_offset) for a in sink.finish()] == [(0, 0, 9), (1, 0, 9)]
+
+    rows_sink = RowTaskSink(opts)
+    rows_sink.flush_bytes = 1
+    records = [(b"k", b"v", [], None)] * 3
+    rows_sink.add(("t", 0), records, len(records), 300)
+    rows_sink.maybe_flush()
+    assert _locked(str(tmp_path / "t-0"))
+    rows_sink.finish()
+    assert not _locked(str(tmp_path / "t-0"))

@@ -2,12 +2,15 @@
 
 Locking: a writable :class:`kafkalog.UnifiedLog` holds an exclusive ``flock`` on its partition
 directory (``DirLock`` in ``rust/util/file.rs``), so two tasks (or a task and any other kafkalog
-writer) never interleave appends in one partition. A task keeps the logs it got without
-waiting open across input batches; a partition another task holds is buffered and retried.
-When the buffer grows too big, and at the end of the task, the task first closes every log it
-holds and then takes the remaining partitions one at a time, waiting for each lock: a task
-never waits while holding a lock, so tasks cannot deadlock. Records of one partition are
-appended in input order. No pyspark import.
+writer) never interleave appends in one partition. Once :data:`FLUSH_BYTES` are buffered, a
+task appends to each partition it can lock without waiting and releases it (closes the log)
+right after, so the tasks of a job share the partitions instead of the first one to flush
+holding them all until it ends; each task starts at its own turn of the partitions (its task
+index), so two tasks seldom try the same partition first. A partition another task holds stays
+buffered. When the buffer grows past twice that, and at the end of the task, the task takes
+the remaining partitions one at a time, waiting for each lock: a task never waits while holding
+a lock, so tasks cannot deadlock. Records of one partition are appended in input order. No
+pyspark import.
 
 :class:`TaskSink` buffers Arrow record batches (columns ``key``, ``value``, ``headers``) and
 appends them with :meth:`kafkalog.UnifiedLog.append_arrow`: no Python object per record.
@@ -38,7 +41,8 @@ __all__ = ["PartitionAppend", "TaskSink", "RowTaskSink"]
 #: smaller to fit max.message.bytes and the segment size (see :mod:`.batch_limits`).
 BATCH_BYTES = 1 << 20
 #: Buffered bytes after which a task tries to append; past twice that it waits for locks.
-FLUSH_BYTES = 16 << 20
+#: Each try opens and closes the logs it appends to (a close flushes), so this is large.
+FLUSH_BYTES = 64 << 20
 
 _TP = tuple[str, int]
 #: What the native append takes: (key, value, [(header key, header value)], timestamp or None).
@@ -78,7 +82,7 @@ def open_writable(path: str, opts: WriteOptions, *, wait: bool) -> UnifiedLog | 
                     f"{path} stayed locked by another writer for lockTimeoutMs={opts.lock_timeout_ms}"
                 ) from None
             time.sleep(pause)
-            pause = min(pause * 2, 0.1)
+            pause = min(pause * 2, 0.02)
 
 
 def existing_partitions(opts: WriteOptions, topic: str) -> dict[int, str]:
@@ -112,10 +116,18 @@ class TaskSink:
     """Buffers one task's Arrow rows per partition and appends them with ``append_arrow`` (see
     the module doc). Not thread-safe; one per task."""
 
-    def __init__(self, opts: WriteOptions, batch_bytes: int = BATCH_BYTES, flush_bytes: int = FLUSH_BYTES) -> None:
+    #: Whether a try that does not wait releases each partition right after appending to it
+    #: (the row sink, the bench's baseline, keeps what it locked until the task ends).
+    release_after_append = True
+
+    def __init__(
+        self, opts: WriteOptions, batch_bytes: int = BATCH_BYTES, flush_bytes: int = FLUSH_BYTES, turn: int = 0
+    ) -> None:
         self.opts = opts
         self.batch_bytes = batch_bytes
         self.flush_bytes = flush_bytes
+        #: Where in the sorted partitions a try that does not wait starts (the task index).
+        self.turn = turn
         self.topics: dict[str, dict[int, str]] = {}
         self.pending: dict[_TP, list[Any]] = {}
         self.pending_rows: dict[_TP, int] = {}
@@ -193,14 +205,21 @@ class TaskSink:
 
     def _drain(self, *, wait: bool) -> None:
         if not wait:
-            for tp in sorted(self.pending):
+            order = sorted(self.pending)
+            at = self.turn % len(order) if order else 0
+            for tp in order[at:] + order[:at]:
                 log = self.open_logs.get(tp)
                 if log is None:
                     log = open_writable(self.partitions_of(tp[0])[tp[1]], self.opts, wait=False)
                     if log is None:
                         continue
-                    self.open_logs[tp] = log
-                self._append(log, tp)
+                    if not self.release_after_append:
+                        self.open_logs[tp] = log
+                try:
+                    self._append(log, tp)
+                finally:
+                    if self.release_after_append:
+                        log.close()
             return
         if not self.pending:
             return
@@ -216,7 +235,14 @@ class TaskSink:
 
 class RowTaskSink(TaskSink):
     """The row-based sink (the bench's baseline): buffers lists of :data:`NativeRecord` tuples
-    and appends them with the native row append. Not thread-safe; one per task."""
+    and appends them with the native row append. It keeps every partition it locked until
+    the task ends and tries to append every 16 MiB, as the sink did before the Arrow path. Not
+    thread-safe; one per task."""
+
+    release_after_append = False
+
+    def __init__(self, opts: WriteOptions) -> None:
+        super().__init__(opts, flush_bytes=16 << 20)
 
     def _write(self, log: UnifiedLog, chunks: list[Any]) -> tuple[int, int]:
         records: list[NativeRecord] = [r for chunk in chunks for r in chunk]

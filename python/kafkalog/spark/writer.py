@@ -174,7 +174,7 @@ class TaskWrite:
         self.robin: dict[str, int] = {}
 
     def new_sink(self) -> TaskSink:
-        return TaskSink(self.opts)
+        return TaskSink(self.opts, turn=self.first)
 
     def run(self, iterator: Iterator[pa.RecordBatch]) -> KafkaLogCommitMessage:
         """Writes every batch of the task; returns what it appended."""
