@@ -77,7 +77,7 @@ from . import EXIT_OK, EXIT_PROBLEMS, UsageError
 from .dump_index import IndexOptions, dump_index, dump_producer_snapshot, dump_time_index, dump_txn_index
 from .dump_log import INT_MAX, LogOptions, Problems, dump_log
 
-__all__ = ["register", "run", "java_hashmap_order"]
+__all__ = ["register", "run"]
 
 OFFSET_CHECKPOINTS = frozenset(
     {"recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint", "cleaner-offset-checkpoint"}
@@ -133,33 +133,6 @@ def java_file_string(path: str) -> str:
     while "//" in out:
         out = out.replace("//", "/")
     return out[:-1] if len(out) > 1 and out.endswith("/") else out
-
-
-def _java_string_hash(s: str) -> int:
-    h = 0
-    for unit in _utf16_units(s):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h
-
-
-def _utf16_units(s: str) -> list[int]:
-    data = s.encode("utf-16-be", "surrogatepass")
-    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
-
-
-def java_hashmap_order(keys: list[str]) -> list[str]:
-    """The iteration order of a ``java.util.HashMap<String, ?>`` into which ``keys`` were put in
-    this order (default capacity 16, load factor 0.75; bins in index order, each in insertion
-    order), which is how Kafka orders its end-of-dump sections across files."""
-    capacity = 16
-    while len(keys) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(k: str) -> int:
-        h = _java_string_hash(k)
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(keys, key=lambda k: (bucket(k), keys.index(k)))
 
 
 class _Output:
@@ -255,26 +228,26 @@ def _line(out: _Output, line: str, obj: dict[str, Any]) -> None:
 
 def _print_sections(p: Problems, out: _Output) -> None:
     """Kafka's end-of-dump sections (stderr), or their JSON objects."""
-    for path in java_hashmap_order(list(p.index_mismatches)):
-        pairs = sorted(p.index_mismatches[path].items(), reverse=True)
+    for path, mismatches in p.index_mismatches.items():
+        pairs = sorted(mismatches.items(), reverse=True)
         _section(out, f"Mismatches in :{path}", [(f"  Index offset: {a}, log offset: {b}", {"type": "index_mismatch", "file": path, "indexOffset": a, "logOffset": b}) for a, b in pairs])
-    for path in java_hashmap_order(list(p.time_mismatches)):
+    for path, rows in p.time_mismatches.items():
         _section(out, f"Found timestamp mismatch in :{path}", [
             (f"  Index timestamp: {a}, log timestamp: {b}", {"type": "timestamp_mismatch", "file": path, "indexTimestamp": a, "logTimestamp": b})
-            for a, b in p.time_mismatches[path]
+            for a, b in rows
         ])  # fmt: skip
-    for path in java_hashmap_order(list(p.time_out_of_order)):
+    for path, rows in p.time_out_of_order.items():
         _section(out, f"Found out of order timestamp in :{path}", [
             (f"  Index timestamp: {a}, Previously indexed timestamp: {b}", {"type": "out_of_order_timestamp", "file": path, "indexTimestamp": a, "previousIndexTimestamp": b})
-            for a, b in p.time_out_of_order[path]
+            for a, b in rows
         ])  # fmt: skip
-    for path in java_hashmap_order(list(p.time_not_found)):
+    for path, rows in p.time_not_found.items():
         _section(out, f"The following indexed offsets are not found in :{path}", [
             (f"Indexed offset: {a}, found log offset: {b}", {"type": "offset_not_found", "file": path, "indexOffset": a, "logOffset": b})
-            for a, b in p.time_not_found[path]
+            for a, b in rows
         ])  # fmt: skip
-    for path in java_hashmap_order(list(p.non_consecutive)):
-        pairs = sorted(p.non_consecutive[path].items())
+    for path, gaps in p.non_consecutive.items():
+        pairs = sorted(gaps.items())
         _section(out, f"Non-consecutive offsets in {path}", [(f"  {a} is followed by {b}", {"type": "non_consecutive_offsets", "file": path, "offset": a, "nextOffset": b}) for a, b in pairs])
 
 

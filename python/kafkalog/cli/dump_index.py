@@ -137,7 +137,7 @@ def dump_index(path: str, display: str, opts: IndexOptions, problems: Problems, 
             batch_last = _first_batch_last_offset(log, position, opts.max_message_size)
             if batch_last != offset:
                 problems.found = True
-                problems.index_mismatches.setdefault(os.path.abspath(path), {})[offset] = batch_last
+                problems.index_mismatches.compute_if_absent(os.path.abspath(path), dict)[offset] = batch_last
             if not opts.verify_only:
                 _emit(write, opts.json, f"offset: {offset} position: {position}", {"type": "index_entry", "offset": offset, "position": position, "batchLastOffset": batch_last})
 
@@ -177,17 +177,17 @@ def dump_time_index(path: str, display: str, opts: IndexOptions, problems: Probl
             found = walker.first_ending_at_or_after(index.lookup(offset), offset)
             problems.found |= found is None or found[1] != offset
             if found is None:
-                problems.time_not_found.setdefault(abspath, []).append((offset, -1))
+                problems.time_not_found.compute_if_absent(abspath, list).append((offset, -1))
             elif found[1] != offset:
-                problems.time_not_found.setdefault(abspath, []).append((offset, found[1]))
+                problems.time_not_found.compute_if_absent(abspath, list).append((offset, found[1]))
             else:
                 header = log.header(found[0], found[2])
                 max_ts = max([-1, *(r.timestamp for r in log.records(header))])
                 problems.found |= max_ts != timestamp or previous >= timestamp
                 if max_ts != timestamp:
-                    problems.time_mismatches.setdefault(abspath, []).append((timestamp, max_ts))
+                    problems.time_mismatches.compute_if_absent(abspath, list).append((timestamp, max_ts))
                 if previous >= timestamp:
-                    problems.time_out_of_order.setdefault(abspath, []).append((timestamp, previous))
+                    problems.time_out_of_order.compute_if_absent(abspath, list).append((timestamp, previous))
             if not opts.verify_only:
                 _emit(write, opts.json, f"timestamp: {timestamp} offset: {offset}", {"type": "time_index_entry", "timestamp": timestamp, "offset": offset})
             previous = timestamp

@@ -20,12 +20,13 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .. import _native
 from ..exceptions import CorruptRecordError, InvalidRecordError
+from .java_text import java_utf8
 
-__all__ = ["BatchHeader", "LogFile", "Problems", "dump_log", "decoder", "java_bool", "optional_long"]
+__all__ = ["BatchHeader", "JavaHashMap", "LogFile", "Problems", "dump_log", "decoder", "java_bool", "optional_long"]
 
 INT_MAX = 2**31 - 1
 #: Kafka's FileLogInputStream constants.
@@ -49,16 +50,71 @@ def optional_long(v: int | None) -> str:
     return "OptionalLong.empty" if v is None else f"OptionalLong[{v}]"
 
 
-class Problems:
-    """What Kafka collects while dumping and prints to stderr at the end (its maps keyed by
-    absolute path), and whether anything an operator must look at was found."""
+V = TypeVar("V")
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units), as an unsigned 32-bit value."""
+    data = s.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
+    return h
+
+
+class JavaHashMap(Generic[V]):
+    """A dict whose iteration order is that of a ``java.util.HashMap<String, V>`` filled only by
+    ``computeIfAbsent``, as DumpLogSegments fills its per-file problem maps: a new key goes to
+    the head of its bin, and the table doubles at the start of the call after the size passed
+    0.75 of it (every call counts, for a present key too). Bins treeified past 8 keys are not
+    modelled (that takes 64 files colliding)."""
 
     def __init__(self) -> None:
-        self.index_mismatches: dict[str, dict[int, int]] = {}
-        self.time_mismatches: dict[str, list[tuple[int, int]]] = {}
-        self.time_out_of_order: dict[str, list[tuple[int, int]]] = {}
-        self.time_not_found: dict[str, list[tuple[int, int]]] = {}
-        self.non_consecutive: dict[str, dict[int, int]] = {}
+        self._values: dict[str, V] = {}
+        self._table: list[list[str]] = []
+        self._threshold = 0
+
+    def compute_if_absent(self, key: str, make: Callable[[], V]) -> V:
+        if len(self._values) > self._threshold or not self._table:
+            self._resize()
+        value = self._values.get(key)
+        if value is None:
+            value = self._values[key] = make()
+            self._table[self._bin(key, len(self._table))].insert(0, key)
+        return value
+
+    def _resize(self) -> None:
+        capacity = 2 * len(self._table) if self._table else 16
+        self._threshold = capacity * 3 // 4
+        table: list[list[str]] = [[] for _ in range(capacity)]
+        for keys in self._table:
+            for k in keys:
+                table[self._bin(k, capacity)].append(k)
+        self._table = table
+
+    @staticmethod
+    def _bin(key: str, capacity: int) -> int:
+        h = java_string_hash(key)
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    def items(self) -> list[tuple[str, V]]:
+        return [(k, self._values[k]) for keys in self._table for k in keys]
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+
+class Problems:
+    """What Kafka collects while dumping and prints to stderr at the end (its maps keyed by
+    absolute path, in Java's HashMap order), and whether anything an operator must look at
+    was found."""
+
+    def __init__(self) -> None:
+        self.index_mismatches: JavaHashMap[dict[int, int]] = JavaHashMap()
+        self.time_mismatches: JavaHashMap[list[tuple[int, int]]] = JavaHashMap()
+        self.time_out_of_order: JavaHashMap[list[tuple[int, int]]] = JavaHashMap()
+        self.time_not_found: JavaHashMap[list[tuple[int, int]]] = JavaHashMap()
+        self.non_consecutive: JavaHashMap[dict[int, int]] = JavaHashMap()
         #: A damaged file or entry was found (exit code 1).
         self.found = False
 
@@ -206,7 +262,7 @@ def _codec(codec_id: int, display: str, position: int) -> str:
 
 
 def decoder(kind: str) -> Callable[[bytes], Any]:
-    """utf8 (Kafka's StringDecoder: malformed bytes become U+FFFD), hex, or json (compact JSON
+    """utf8 (Kafka's StringDecoder: malformed bytes become U+FFFD as in Java), hex, or json (compact JSON
     text; bytes that are not JSON print as their UTF-8 text)."""
     if kind == "hex":
         return bytes.hex
@@ -216,7 +272,7 @@ def decoder(kind: str) -> Callable[[bytes], Any]:
 
 
 def _utf8(b: bytes) -> str:
-    return b.decode("utf-8", "replace")
+    return java_utf8(b)
 
 
 def _json_text(b: bytes) -> str:
@@ -331,7 +387,7 @@ def _print_records(log: LogFile, h: BatchHeader, opts: LogOptions, problems: Pro
     gaps = problems.non_consecutive
     for r in log.records(h):
         if r.offset != last[0] + 1:
-            gaps.setdefault(os.path.abspath(log.path), {})[last[0]] = r.offset
+            gaps.compute_if_absent(os.path.abspath(log.path), dict)[last[0]] = r.offset
         last[0] = r.offset
         if opts.json:
             write(json.dumps(_record_object(h, r, opts, log.display), ensure_ascii=False))
@@ -341,7 +397,7 @@ def _print_records(log: LogFile, h: BatchHeader, opts: LogOptions, problems: Pro
 
 def _record_line(h: BatchHeader, r: _native.DecodedRecord, opts: LogOptions, display: str) -> str:
     parts: list[str] = []
-    prefix = "|"
+    prefix = "| "
     if not opts.skip_metadata:
         parts.append(
             f"| offset: {r.offset} {h.timestamp_type}: {r.timestamp} keySize: {_size(r.key)} valueSize: {_size(r.value)}"
