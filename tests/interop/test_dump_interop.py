@@ -85,10 +85,21 @@ def write_transactions(path: Path) -> None:
                 log.append_txn_marker(2000, 0, False, coordinator_epoch=step)
             if step == 7:
                 log.roll()
+        log.append_as_follower(log_append_time(build(log.log_end_offset, [Record(b"lat", b"x", (), ts), Record(None, b"y", (), ts + 1)], compression="lz4"), ts + 500))
         log.append_txn_marker(1000, 0, True, coordinator_epoch=99)
         log.append_txn_marker(2000, 0, False, coordinator_epoch=99)
         log.roll()
         log.append([Record(b"k1", b"last", (), ts)])
+
+
+def log_append_time(batch: bytes, max_timestamp: int) -> bytes:
+    """``batch`` (one v2 batch) turned into a LogAppendTime batch stamped ``max_timestamp``, as
+    a broker with message.timestamp.type=LogAppendTime writes it."""
+    raw = bytearray(batch)
+    raw[22] |= 0x08  # attributes (bytes 21-22): the timestamp type bit
+    raw[35:43] = max_timestamp.to_bytes(8, "big")
+    raw[17:21] = kafkalog._native.dump_crc32c(bytes(raw), 21, len(raw)).to_bytes(4, "big")
+    return bytes(raw)
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +152,7 @@ def test_the_files_cover_what_the_dump_must_print(dirs: list[Path]) -> None:
                          capture_output=True, check=True).stdout.decode()  # fmt: skip
     for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
         assert f"compresscodec: {codec}" in out
-    for needle in ("deleteHorizonMs: OptionalLong[", "isTransactional: true", "endTxnMarker: ABORT", "endTxnMarker: COMMIT", "headerKeys: [h,,null]"):
+    for needle in ("LogAppendTime: ", "deleteHorizonMs: OptionalLong[", "isTransactional: true", "endTxnMarker: ABORT", "endTxnMarker: COMMIT", "headerKeys: [h,,null]"):
         assert needle in out, needle
 
 
@@ -161,19 +172,28 @@ def test_damaged_files_print_the_same_problems(dirs: list[Path], kafka_jars: Kaf
     first.write_bytes(bytes(data))
     with open(second, "ab") as f:
         f.write(b"\x00" * 9)  # a torn tail of 9 bytes
-    index = first.with_suffix(".index")
+    index = max(damaged.glob("*.index"), key=lambda f: f.stat().st_size)
     raw = bytearray(index.read_bytes())
-    if len(raw) >= 16:
-        raw[8:16] = raw[0:8]  # the second entry repeats the first: its batch ends elsewhere
-        index.write_bytes(bytes(raw))
-    tindex = second.with_suffix(".timeindex")
+    assert len(raw) >= 16, "test set-up: an offset index of two entries or more"
+    raw[12:16] = raw[4:8]  # the second entry points at the first's batch, which ends before it
+    index.write_bytes(bytes(raw))
+    tindex = max(damaged.glob("*.timeindex"), key=lambda f: f.stat().st_size)
     traw = tindex.read_bytes()
-    if len(traw) >= 24:
-        tindex.write_bytes(traw[12:24] + traw[0:12] + traw[24:])
+    assert len(traw) >= 24, "test set-up: a time index of two entries or more"
+    tindex.write_bytes(traw[12:24] + traw[0:12] + traw[24:])  # the first two entries swapped
+    snapshots = sorted(dirs[1].glob("*.snapshot"))
+    bad_crc = damaged / snapshots[0].name
+    good = snapshots[0].read_bytes()
+    assert len(good) > 10, "test set-up: a snapshot with producers"
+    bad_crc.write_bytes(good[:-1] + bytes([good[-1] ^ 0x5A]))  # the CRC no longer matches
+    bad_version = damaged / ("9" + snapshots[0].name[1:])
+    bad_version.write_bytes(b"\x00\x07" + snapshots[0].read_bytes()[2:])  # an unknown version
     files = _files([damaged])
     out, err = assert_same(kafka_jars, files, [])
+    assert b"Snapshot is corrupt (CRC is no longer valid)" in err and b"unknown file version 7" in err, err.decode()
     assert b"isvalid: false" in out and b"invalid bytes at the end of" in out
-    assert_same(kafka_jars, files, ["--verify-index-only"])
+    _, err = assert_same(kafka_jars, files, ["--verify-index-only"])
+    assert b"Mismatches in :" in err and b"Found out of order timestamp in :" in err, err.decode()
     rc = subprocess.run([str(KAFKALOG), "dump", "--files", ",".join(map(str, files))], capture_output=True).returncode
     assert rc == 1, "damage found: exit code 1"
 
