@@ -136,7 +136,7 @@ def dump_index(path: str, display: str, opts: IndexOptions, problems: Problems, 
                 return
             batch_last = _first_batch_last_offset(log, position, opts.max_message_size)
             if batch_last != offset:
-                problems.found = True
+                problems.found |= (offset, position) != (base, 0)  # an unused slot: see dump_time_index
                 problems.index_mismatches.compute_if_absent(os.path.abspath(path), dict)[offset] = batch_last
             if not opts.verify_only:
                 _emit(write, opts.json, f"offset: {offset} position: {position}", {"type": "index_entry", "offset": offset, "position": position, "batchLastOffset": batch_last})
@@ -175,7 +175,10 @@ def dump_time_index(path: str, display: str, opts: IndexOptions, problems: Probl
             if offset == base and i > 0:
                 return
             found = walker.first_ending_at_or_after(index.lookup(offset), offset)
-            problems.found |= found is None or found[1] != offset
+            # A live segment's index is preallocated with zeros, and Kafka reads its first slot
+            # as an entry: printed as Kafka prints it, but an unused slot is not damage.
+            unused = (timestamp, rel) == (0, 0)
+            problems.found |= not unused and (found is None or found[1] != offset)
             if found is None:
                 problems.time_not_found.compute_if_absent(abspath, list).append((offset, -1))
             elif found[1] != offset:
@@ -183,7 +186,7 @@ def dump_time_index(path: str, display: str, opts: IndexOptions, problems: Probl
             else:
                 header = log.header(found[0], found[2])
                 max_ts = max([-1, *(r.timestamp for r in log.records(header))])
-                problems.found |= max_ts != timestamp or previous >= timestamp
+                problems.found |= not unused and (max_ts != timestamp or previous >= timestamp)
                 if max_ts != timestamp:
                     problems.time_mismatches.compute_if_absent(abspath, list).append((timestamp, max_ts))
                 if previous >= timestamp:
