@@ -44,7 +44,8 @@ pub fn dump_batch_records(
     path: String,
     position: u64,
 ) -> PyResult<Vec<DecodedRecord>> {
-    let owned = run(py, move || decode_unchecked(&data, start, end).map_err(|e| e.in_file(Path::new(&path), position)))?;
+    let owned =
+        run(py, move || decode_unchecked(&data, start, end).map_err(|e| e.in_file(Path::new(&path), position)))?;
     owned.iter().map(|r| DecodedRecord::new(py, r)).collect()
 }
 
