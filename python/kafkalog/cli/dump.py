@@ -53,12 +53,15 @@ file and byte position and ends the dump (exit 1) where Kafka stops with a stack
 creates a missing ``.index`` / ``.txnindex`` when opening it, this never creates or writes
 anything and takes no lock (safe on a live broker's files); KRaft control records other than
 the transaction markers print ``controlType: NAME(id)`` instead of Kafka's JSON; the records of
-a compressed legacy (magic 0/1) wrapper show the wrapper's ``isValid`` / ``crc``.
+a compressed legacy (magic 0/1) wrapper show the wrapper's ``isValid`` / ``crc``; header keys
+that are not UTF-8 print with Python's replacement characters (keys and values use Java's).
 
 Exit codes: 0 the files were dumped and nothing damaged was found; 1 damage was found (a batch
 whose CRC fails, a torn tail, an index or time index entry that does not match the log, a
 corrupt snapshot) or the dump failed; 2 usage (a file that does not exist). Offsets that are not
-consecutive are listed but are not damage (compaction leaves gaps).
+consecutive are listed but are not damage (compaction leaves gaps); nor is the unused first slot
+of a live segment's zero-filled index, which Kafka reads as an entry and reports (printed the
+same here).
 
 Thread-safety: ``run`` writes to stdout and stderr; one at a time.
 """
