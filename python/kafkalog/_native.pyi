@@ -43,6 +43,8 @@ __all__ = [
     "LoggingState",
     "OwnedBuffer",
     "decode_batches",
+    "dump_crc32c",
+    "dump_batch_records",
     "partitions_for_keys",
     "build_batch",
     "end_txn_marker",
@@ -62,6 +64,14 @@ __version__: str
 
 def decode_batches(data: bytes) -> list[DecodedRecord]:
     """Decodes complete v2 (or legacy) batches into their records, control records included."""
+
+def dump_crc32c(data: bytes, start: int, end: int) -> int:
+    """The CRC-32C of ``data[start:end]`` (a v2 batch's ``isvalid``, for ``kafkalog dump``)."""
+
+def dump_batch_records(data: bytes, start: int, end: int, path: str, position: int) -> list[DecodedRecord]:
+    """The records of the one batch in ``data[start:end]``, decoded without a CRC check as
+    Kafka's deep iteration decodes them; errors name ``path`` and the file position (the batch
+    is at ``position``)."""
 
 def partitions_for_keys(chunks: list[_ArrowCapsules], num_partitions: int, round_robin_start: int) -> OwnedBuffer:
     """Kafka's partition of each key (``toPositive(murmur2(key)) % num_partitions``) of a key

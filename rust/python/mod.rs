@@ -11,6 +11,7 @@ mod cleaner;
 mod cleaner_status;
 mod decode;
 mod discovery;
+mod dump;
 mod errors;
 mod fault;
 mod log;
@@ -62,6 +63,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<logging::LoggingState>()?;
     m.add_class::<buffer::OwnedBuffer>()?;
     m.add_function(wrap_pyfunction!(decode_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(dump::dump_crc32c, m)?)?;
+    m.add_function(wrap_pyfunction!(dump::dump_batch_records, m)?)?;
     m.add_function(wrap_pyfunction!(arrow_append::partitions_for_keys, m)?)?;
     m.add_function(wrap_pyfunction!(batches::build_batch, m)?)?;
     m.add_function(wrap_pyfunction!(batches::end_txn_marker, m)?)?;
