@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use super::compact::{CompactOptions, CompactResult};
 use super::compactor::Compactor;
-use super::log_to_clean::{cleanable_offsets, max_compaction_delay, LogToClean};
+use super::log_to_clean::{cleanable_offsets, LogToClean};
 use crate::checkpoint::cleaner_checkpoint::{read_cleaner_checkpoint, update_cleaner_checkpoint};
 use crate::error::Result;
 use crate::log::unified_log::UnifiedLog;
@@ -136,18 +136,8 @@ pub fn compact_dirty(compactor: &Compactor, log: &Arc<UnifiedLog>, now_ms: Optio
     outcome.first_uncleanable_offset = to_clean.first_uncleanable_offset;
     outcome.cleanable_ratio = to_clean.cleanable_ratio;
     let mut new_entry = offsets.force_update_checkpoint.then_some(offsets.first_dirty_offset);
-    if to_clean.cleanable_bytes == 0 || to_clean.first_dirty_offset >= to_clean.first_uncleanable_offset {
-        outcome.skipped = Some(SkipReason::NothingDirty {
-            first_dirty_offset: to_clean.first_dirty_offset,
-            first_uncleanable_offset: to_clean.first_uncleanable_offset,
-        });
-    } else if to_clean.cleanable_ratio <= config.min_cleanable_dirty_ratio
-        && max_compaction_delay(log, to_clean.first_dirty_offset, now)? == 0
-    {
-        outcome.skipped = Some(SkipReason::BelowMinCleanableRatio {
-            ratio: to_clean.cleanable_ratio,
-            min_ratio: config.min_cleanable_dirty_ratio,
-        });
+    if let Some(skip) = super::inspection::skip_reason(log, &to_clean, now)? {
+        outcome.skipped = Some(skip);
     } else {
         let options = CompactOptions { first_dirty_offset: Some(offsets.first_dirty_offset), now_ms: Some(now) };
         let result = compactor.compact(log, &options, false)?;
