@@ -42,7 +42,7 @@ class Fixture:
 
     log_dir: Path
     now: int
-    #: users partition -> tombstones written (all keyed records with a null value).
+    #: users partition -> tombstones the first clean kept (keys whose latest record is one).
     tombstones: dict[int, int] = field(default_factory=dict)
     #: users partition -> the cleaner-offset-checkpoint entry after the first clean.
     cleaned_to: dict[int, int] = field(default_factory=dict)
@@ -65,10 +65,10 @@ def _users(fixture: Fixture, partition: int, cleaned_ago: int, dirty_records: in
     cleaned_at = NOW - cleaned_ago
     path = fixture.log_dir / f"users-{partition}"
     with kafkalog.UnifiedLog.open(path, COMPACT) as log:
-        written = 0
+        latest: dict[bytes | None, bytes | None] = {}
         for _ in range(2):
             batch = _keyed(40, NOW - 10 * DAY, 4)
-            written += sum(r.value is None for r in batch)
+            latest.update((r.key, r.value) for r in batch)
             log.append(batch)
             log.roll()
         outcome = log.compact_dirty(time_ms=cleaned_at, dedupe_buffer_size=1 << 16)
@@ -79,7 +79,7 @@ def _users(fixture: Fixture, partition: int, cleaned_ago: int, dirty_records: in
         fixture.dirty_segment[partition] = (base, NOW - DAY)
         log.roll()
         log.append(_keyed(3, NOW, 0))
-        fixture.tombstones[partition] = written
+        fixture.tombstones[partition] = sum(v is None for v in latest.values())
         return log.log_end_offset
 
 
