@@ -236,3 +236,40 @@ def test_retention_plan_equals_what_retention_then_deletes(built: cli_logs.Fixtu
         result = log.delete_old_segments()
     assert plan.would_delete == result.deleted and plan.log_start_offset == result.log_start_offset
     assert [(d.base_offset, d.reason) for d in plan.would_delete] == [(0, "retention_bytes"), (20, "retention_ms")]
+
+
+def test_an_open_transaction_ends_the_cleanable_range_at_the_last_stable_offset(tmp_path: Path) -> None:
+    """Kafka's cleanableOffsets: the first unstable offset bounds the clean (LogCleanerManagerTest.
+    testCleanableOffsetsForTransactionalLogs' case of a transaction still open)."""
+    from kafkalog import batches
+
+    path = tmp_path / "d" / "txn-0"
+    now = 1_700_000_000_000
+    with kafkalog.UnifiedLog.open(path, {"cleanup.policy": "compact"}) as log:
+        log.append_batch(
+            batches.build(0, [kafkalog.Record(b"k", b"v", timestamp=now)], producer_id=7, producer_epoch=0, base_sequence=0, transactional=True)
+        )
+        log.roll()
+        log.append([kafkalog.Record(b"k2", b"v", timestamp=now)])
+        log.roll()
+        assert log.first_unstable_offset == 0
+    done = run("stats", str(path), "--json", "--now-ms", str(now), "--config", "cleanup.policy=compact")
+    assert done.returncode == 0, done.stderr
+    (p,) = partitions(json.loads(done.stdout)).values()
+    k = p["compaction"]
+    assert p["offsets"]["first_unstable_offset"] == 0 == p["offsets"]["last_stable_offset"]
+    assert (k["uncleanable_bound"], k["first_uncleanable_offset"], k["not_eligible_reason"]) == ("last stable offset", 0, "nothing dirty")
+    assert k["eligible_when"] == "when the transaction open at offset 0 completes (the first unstable offset)"
+
+
+def test_plot_without_pillow_says_how_to_install_it(built: cli_logs.Fixture, tmp_path: Path) -> None:
+    blocker = tmp_path / "no-pillow" / "PIL"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('Pillow is not installed here')\n")
+    env = {**os.environ, "PYTHONPATH": f"{blocker.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    png = tmp_path / "p.png"
+    done = subprocess.run(
+        [str(SCRIPT), "stats", str(built.log_dir), "--plot", str(png)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 2 and done.stdout == "" and not png.exists()
+    assert "--plot needs Pillow, which is not installed: pip install 'kafkalog[cli]'" in done.stderr
