@@ -105,6 +105,8 @@ def test_retention_deletes_expired_segments_naming_the_reason(fx: cli_logs.Fixtu
     assert f"  log start offset 0 -> {ages[2]}" in out
     assert "  warning: segment 60 of events-0 contains future timestamps" in out
     assert out.count("  nothing to delete") == 2  # the users partitions
+    assert not list((fx.log_dir / "events-0").glob("*.deleted")), "the deleted segments' files are unlinked"
+    assert not (fx.log_dir / "events-0" / "00000000000000000000.log").exists()
     after = stats(fx)["events-0"]
     assert [s["base_offset"] for s in after["segments"]] == [s["base_offset"] for s in before["segments"]][2:]
     assert after["retention"]["would_delete"] == []

@@ -16,7 +16,9 @@ and the others go on (exit code 1).
 - ``retention`` runs Kafka's ``deleteOldSegments`` (``UnifiedLog.delete_old_segments``) with the
   high watermark and log start offset of the log dir's ``replication-offset-checkpoint`` and
   ``log-start-offset-checkpoint`` (what a broker restarting on the dir would hold), so nothing at
-  or above the high watermark is deleted.
+  or above the high watermark is deleted. The deleted files are unlinked at once
+  (``file.delete.delay.ms=0`` unless given: Kafka's delay protects readers inside the broker's
+  process, and this process has none).
 
 The progress bar (tqdm, one step per partition) goes to stderr, only when stderr is a terminal
 and ``--no-progress`` is not given; the library itself never draws one.
@@ -176,6 +178,11 @@ def _run(args: argparse.Namespace, what: str, work: Work) -> int:
             progress.describe(name)
             overrides, _ = configs.for_topic(p.topic)
             entries = {f: c.get((p.topic, p.partition)) for f, c in checkpoints.get(os.path.abspath(p.log_dir), {}).items()}
+            if what == "retention":
+                # Kafka delays the unlink (file.delete.delay.ms) for readers in the broker's own
+                # process; this process has none, and another process's open files outlive the
+                # unlink, so the command frees the space now unless told otherwise.
+                overrides = {"file.delete.delay.ms": "0", **overrides}
             try:
                 with UnifiedLog.open(p.path, overrides, create=False) as log:
                     progress.write(f"{name} ({configs.describe(p.topic)}):")
