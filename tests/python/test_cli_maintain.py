@@ -185,3 +185,12 @@ def test_the_progress_bar_is_drawn_on_a_terminal_only_and_not_with_no_progress(f
     assert code == 0 and drawn == ""
     piped = run("retention", str(fx.log_dir))
     assert piped.returncode == 0 and piped.stderr == ""
+
+
+@pytest.mark.parametrize("command", ["stats", "compact", "retention"])
+def test_each_command_has_help_with_an_example(command: str) -> None:
+    done = run(command, "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: kafkalog {command}")
+    assert f"examples:\n  kafkalog {command} /var/lib/kafka/data" in done.stdout
+    assert "--topic-config TOPIC:KEY=VALUE" in done.stdout
