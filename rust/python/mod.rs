@@ -14,6 +14,7 @@ mod discovery;
 mod dump;
 mod errors;
 mod fault;
+mod inspect;
 mod log;
 mod logging;
 mod manager;
@@ -85,6 +86,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(discovery::probe_log_dir_lock, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::on_demand_cleaner_config, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::validate_topic_config, m)?)?;
+    m.add_class::<inspect::CleanableSections>()?;
+    m.add_class::<inspect::SegmentTombstones>()?;
+    m.add_class::<inspect::RetentionPlan>()?;
+    m.add_function(wrap_pyfunction!(inspect::cleaner_sections, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect::tombstones, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect::retention_plan, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
