@@ -18,6 +18,7 @@ mod logging;
 mod manager;
 mod records;
 mod results;
+mod verify;
 
 use pyo3::prelude::*;
 
@@ -82,6 +83,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(discovery::probe_log_dir_lock, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::on_demand_cleaner_config, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::validate_topic_config, m)?)?;
+    m.add_class::<verify::VerifyFinding>()?;
+    m.add_class::<verify::PartitionCheck>()?;
+    m.add_function(wrap_pyfunction!(verify::verify_partition, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
