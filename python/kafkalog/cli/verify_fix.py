@@ -60,6 +60,9 @@ def fix(report: Report) -> FixOutcome:
     """Repairs the log dirs (or the log dirs holding the partition directories) ``report`` found
     problems in."""
     outcome = FixOutcome()
+    # Every dir first, problems or not: --fix is for a stopped broker's dirs.
+    for log_dir in sorted({Path(d) for d in report.log_dirs} | {Path(c.dir).parent for c in report.partitions}):
+        _refuse_if_locked(log_dir)
     by_dir: dict[Path, list[Finding]] = {}
     for f in report.problems:
         by_dir.setdefault(_log_dir_of(Path(f.file), report), []).append(f)
@@ -76,11 +79,15 @@ def _log_dir_of(file: Path, report: Report) -> Path:
     return file.parent.parent
 
 
-def _fix_log_dir(log_dir: Path, problems: list[Finding], report: Report, outcome: FixOutcome) -> None:
+def _refuse_if_locked(log_dir: Path) -> None:
     probe = _native.probe_log_dir_lock(log_dir)
     if probe.held:
         holder = probe.holder or "another process"
         raise LogDirLockedError(f"{log_dir} is locked ({probe.lock_file} is held by {holder}): stop it before --fix")
+
+
+def _fix_log_dir(log_dir: Path, problems: list[Finding], report: Report, outcome: FixOutcome) -> None:
+    _refuse_if_locked(log_dir)
     meta = [f for f in problems if Path(f.file) == log_dir / META_PROPERTIES]
     if meta:
         outcome.failed = True
