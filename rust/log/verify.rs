@@ -18,8 +18,8 @@ use crate::checkpoint::partition_metadata::PartitionMetadataFile;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::file_names::{
-    offset_from_file_name, CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, INDEX_FILE_SUFFIX, LEADER_EPOCH_CHECKPOINT_FILE,
-    LOG_FILE_SUFFIX, SWAP_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TMP_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
+    offset_from_file_name, CLEANED_FILE_SUFFIX, INDEX_FILE_SUFFIX, LEADER_EPOCH_CHECKPOINT_FILE, LOG_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TMP_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
 };
 use crate::segment::log_segment::LogSegment;
 use crate::segment::verify::{check_segment, Finding, SegmentPlace};
@@ -101,15 +101,23 @@ fn check_partition_metadata(dir: &Path, out: &mut PartitionCheck) {
                 out.topic_id = Some(id.to_string());
                 return;
             }
-            format!("unrecognized version {} of {} (Kafka reads version 0 only)", version.unwrap_or_default(), metadata.path().display())
+            format!(
+                "unrecognized version {} of {} (Kafka reads version 0 only)",
+                version.unwrap_or_default(),
+                metadata.path().display()
+            )
         }
         Ok(None) => return,
         Err(e) => e.to_string(),
     };
-    out.findings.push(Finding::problem(metadata.path(), None, format!(
+    out.findings.push(Finding::problem(
+        metadata.path(),
+        None,
+        format!(
         "{why}: the topic id cannot be read (Kafka takes the log dir offline; the broker writes the file again when \
          it leads or follows the partition)"
-    )));
+    ),
+    ));
 }
 
 /// The names of the regular files of `dir`, sorted.
@@ -135,24 +143,28 @@ fn segment_base(name: &str, suffix: &str) -> Option<i64> {
 fn check_leftovers(dir: &Path, names: &[String], bases: &[i64], live: bool, out: &mut PartitionCheck) {
     for name in names {
         let path = dir.join(name);
-        let message = if name.ends_with(DELETED_FILE_SUFFIX) && !name.ends_with(".checkpoint.deleted") {
+        let message = if super::log_loader::is_deleted_file(name) {
             if live {
-                out.findings.push(Finding::note(&path, None, "awaits deletion (file.delete.delay.ms) on this live directory"));
+                out.findings.push(Finding::note(
+                    &path,
+                    None,
+                    "awaits deletion (file.delete.delay.ms) on this live directory",
+                ));
                 continue;
             }
             "left by a deletion that did not finish: recovery deletes it"
         } else if name.ends_with(CLEANED_FILE_SUFFIX) {
             "left by an interrupted clean or split: recovery deletes it and keeps the segments it was replacing"
         } else if name.ends_with(SWAP_FILE_SUFFIX) {
-            "left by an interrupted segment replace: recovery completes the replace (or rolls it back when a .cleaned file is left too)"
+            "left by an interrupted segment replace: recovery completes the replace (or rolls it back when a \
+             .cleaned file is left too)"
         } else if name.ends_with(TMP_FILE_SUFFIX) {
             "left by an interrupted atomic write: recovery deletes it"
-        } else if let Some(base) = [INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX]
+        } else if [INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX]
             .iter()
-            .find_map(|s| segment_base(name, s))
-            .filter(|b| bases.binary_search(b).is_err())
+            .filter_map(|s| segment_base(name, s))
+            .any(|b| bases.binary_search(&b).is_err())
         {
-            let _ = base;
             "an index file with no .log file (an orphan): recovery deletes it"
         } else {
             continue;
@@ -180,10 +192,12 @@ fn check_snapshots(dir: &Path, bases: &[i64], out: &mut PartitionCheck) -> Resul
                 "the snapshot is at offset {}, past the log end offset {}: recovery deletes it",
                 snapshot.offset, out.log_end_offset
             )),
-            Ok(_) if bases.binary_search(&snapshot.offset).is_err() && Some(snapshot.offset) != latest => Some(format!(
+            Ok(_) if bases.binary_search(&snapshot.offset).is_err() && Some(snapshot.offset) != latest => {
+                Some(format!(
                 "a stray snapshot at offset {}, neither a segment's base offset nor the latest: recovery deletes it",
                 snapshot.offset
-            )),
+            ))
+            }
             Ok(_) => None,
         };
         if let Some(message) = problem {
@@ -198,28 +212,42 @@ fn check_snapshots(dir: &Path, bases: &[i64], out: &mut PartitionCheck) -> Resul
 /// loader truncates those).
 fn check_leader_epochs(dir: &Path, out: &mut PartitionCheck) {
     let path = dir.join(LEADER_EPOCH_CHECKPOINT_FILE);
-    let tp = crate::file_names::TopicPartition::new("verify", 0);
+    // The partition only names the cache in messages.
+    let tp =
+        crate::file_names::parse_dir_name(dir).unwrap_or_else(|_| crate::file_names::TopicPartition::new("unknown", 0));
     let stored = match LeaderEpochFileCache::load(dir, tp) {
         Ok((_, stored)) => stored,
         Err(e) => {
-            out.findings.push(Finding::problem(&path, None, format!("{e}: the log cannot be opened until it is repaired")));
+            out.findings.push(Finding::problem(
+                &path,
+                None,
+                format!("{e}: the log cannot be opened until it is repaired"),
+            ));
             return;
         }
     };
     for pair in stored.windows(2) {
         if pair[1].epoch <= pair[0].epoch || pair[1].start_offset < pair[0].start_offset {
-            out.findings.push(Finding::problem(&path, None, format!(
-                "entry (epoch {}, start offset {}) does not follow (epoch {}, start offset {}): epochs and start \
+            out.findings.push(Finding::problem(
+                &path,
+                None,
+                format!(
+                    "entry (epoch {}, start offset {}) does not follow (epoch {}, start offset {}): epochs and start \
                  offsets increase; the loader drops the entries it supersedes",
-                pair[1].epoch, pair[1].start_offset, pair[0].epoch, pair[0].start_offset
-            )));
+                    pair[1].epoch, pair[1].start_offset, pair[0].epoch, pair[0].start_offset
+                ),
+            ));
             return;
         }
     }
     if let Some(e) = stored.iter().find(|e| e.start_offset > out.log_end_offset) {
-        out.findings.push(Finding::problem(&path, None, format!(
-            "epoch {} starts at offset {}, past the log end offset {}: recovery truncates the cache there",
-            e.epoch, e.start_offset, out.log_end_offset
-        )));
+        out.findings.push(Finding::problem(
+            &path,
+            None,
+            format!(
+                "epoch {} starts at offset {}, past the log end offset {}: recovery truncates the cache there",
+                e.epoch, e.start_offset, out.log_end_offset
+            ),
+        ));
     }
 }

@@ -148,9 +148,14 @@ fn scan_log(segment: &LogSegment, place: SegmentPlace, check: &mut SegmentCheck)
                         "{what}: an append in progress on this live directory (after a crash, recovery would truncate them)"
                     )));
                 } else {
-                    check.findings.push(Finding::problem(&path, Some(end.position), format!(
-                        "{what} (a torn write or a cut file): recovery truncates the segment to {} bytes", end.position
-                    )));
+                    check.findings.push(Finding::problem(
+                        &path,
+                        Some(end.position),
+                        format!(
+                            "{what} (a torn write or a cut file): recovery truncates the segment to {} bytes",
+                            end.position
+                        ),
+                    ));
                 }
             }
         }
@@ -187,9 +192,11 @@ fn read_index(path: &Path, what: &str, check: &mut SegmentCheck) -> Result<Optio
     match std::fs::read(path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            check.findings.push(Finding::problem(path, None, format!(
-                "the {what} is missing: recovery of the segment rebuilds it"
-            )));
+            check.findings.push(Finding::problem(
+                path,
+                None,
+                format!("the {what} is missing: recovery of the segment rebuilds it"),
+            ));
             Ok(None)
         }
         Err(e) => Err(Error::io(path, "read", e)),
@@ -206,19 +213,28 @@ fn length_and_tail(
 ) -> bool {
     if !bytes.len().is_multiple_of(entry_size) {
         let whole = bytes.len() / entry_size * entry_size;
-        check.findings.push(Finding::problem(path, Some(whole as u64), format!(
-            "the file holds {} bytes, not a multiple of the {entry_size}-byte entry size (Kafka's sanityCheck): \
-             recovery rebuilds it", bytes.len()
-        )));
+        check.findings.push(Finding::problem(
+            path,
+            Some(whole as u64),
+            format!(
+                "the file holds {} bytes, not a multiple of the {entry_size}-byte entry size (Kafka's sanityCheck): \
+             recovery rebuilds it",
+                bytes.len()
+            ),
+        ));
         return false;
     }
     match rejected_tail(bytes, accepted, entry_size) {
         Some((at, true)) if !place.active => {
-            check.findings.push(Finding::problem(path, Some(at), format!(
+            check.findings.push(Finding::problem(
+                path,
+                Some(at),
+                format!(
                 "{} preallocated (all-zero) entries after the last entry: the index of a rolled segment is trimmed \
                  (left by a crash before the roll finished); recovery rebuilds it",
                 (bytes.len() - at as usize) / entry_size
-            )));
+            ),
+            ));
             false
         }
         Some((at, false)) => {
@@ -237,11 +253,21 @@ fn length_and_tail(
 /// accepts), each pointing at the start of a batch whose base offset is at or below the
 /// entry's offset, the entry's offset being a batch's last offset at or after that position
 /// (Kafka indexes the largest offset of each append).
-fn check_offset_index(path: &Path, base: i64, spans: &[Span], place: SegmentPlace, check: &mut SegmentCheck) -> Result<()> {
+fn check_offset_index(
+    path: &Path,
+    base: i64,
+    spans: &[Span],
+    place: SegmentPlace,
+    check: &mut SegmentCheck,
+) -> Result<()> {
     let Some(bytes) = read_index(path, "offset index", check)? else { return Ok(()) };
     let index = OffsetIndex::open_read_only(path, base)?;
     if let Err(Error::CorruptIndex { reason, .. }) = index.sanity_check() {
-        check.findings.push(Finding::problem(path, None, format!("{reason} (Kafka's sanityCheck): recovery rebuilds it")));
+        check.findings.push(Finding::problem(
+            path,
+            None,
+            format!("{reason} (Kafka's sanityCheck): recovery rebuilds it"),
+        ));
         return Ok(());
     }
     if !length_and_tail(path, &bytes, index.entries(), 8, place, check) {
@@ -256,18 +282,25 @@ fn check_offset_index(path: &Path, base: i64, spans: &[Span], place: SegmentPlac
             Some(s) if s.position != u64::from(entry.position) => {
                 Some(format!("position {} is not the start of a record batch", entry.position))
             }
-            Some(s) if s.base > entry.offset => {
-                Some(format!("the record batch at position {} starts at offset {}, after the entry's offset", entry.position, s.base))
-            }
-            Some(_) if !legacy && !spans[at..].iter().any(|s| s.last == entry.offset) => {
-                Some(format!("offset {} is not the last offset of a record batch at or after position {}", entry.offset, entry.position))
-            }
+            Some(s) if s.base > entry.offset => Some(format!(
+                "the record batch at position {} starts at offset {}, after the entry's offset",
+                entry.position, s.base
+            )),
+            Some(_) if !legacy && !spans[at..].iter().any(|s| s.last == entry.offset) => Some(format!(
+                "offset {} is not the last offset of a record batch at or after position {}",
+                entry.offset, entry.position
+            )),
             Some(_) => None,
         };
         if let Some(why) = why {
-            check.findings.push(Finding::problem(path, Some(n as u64 * 8), format!(
-                "entry {n} (offset {}, position {}): {why}; recovery rebuilds the index", entry.offset, entry.position
-            )));
+            check.findings.push(Finding::problem(
+                path,
+                Some(n as u64 * 8),
+                format!(
+                    "entry {n} (offset {}, position {}): {why}; recovery rebuilds the index",
+                    entry.offset, entry.position
+                ),
+            ));
             return Ok(());
         }
     }
@@ -289,7 +322,11 @@ fn check_time_index(
     let Some(bytes) = read_index(path, "time index", check)? else { return Ok(()) };
     let index = TimeIndex::open_read_only(path, base)?;
     if let Err(Error::CorruptIndex { reason, .. }) = index.sanity_check() {
-        check.findings.push(Finding::problem(path, None, format!("{reason} (Kafka's sanityCheck): recovery rebuilds it")));
+        check.findings.push(Finding::problem(
+            path,
+            None,
+            format!("{reason} (Kafka's sanityCheck): recovery rebuilds it"),
+        ));
         return Ok(());
     }
     if !length_and_tail(path, &bytes, index.entries(), 12, place, check) {
@@ -308,19 +345,28 @@ fn check_time_index(
             Some(_) => None,
         };
         if let Some(why) = why {
-            check.findings.push(Finding::problem(path, Some(n as u64 * 12), format!(
-                "entry {n} (timestamp {}, offset {}): {why}; recovery rebuilds the index", entry.timestamp, entry.offset
-            )));
+            check.findings.push(Finding::problem(
+                path,
+                Some(n as u64 * 12),
+                format!(
+                    "entry {n} (timestamp {}, offset {}): {why}; recovery rebuilds the index",
+                    entry.timestamp, entry.offset
+                ),
+            ));
             return Ok(());
         }
     }
     let max = spans.iter().map(|s| s.max_timestamp).max().unwrap_or(-1);
     let last = if index.entries() == 0 { -1 } else { index.entry(index.entries() - 1)?.timestamp };
     if !place.active && whole_log && v2 && max >= 0 && last != max {
-        check.findings.push(Finding::problem(path, Some(bytes.len() as u64), format!(
-            "the last entry's timestamp is {last}, but the rolled segment's largest timestamp is {max} (a roll \
+        check.findings.push(Finding::problem(
+            path,
+            Some(bytes.len() as u64),
+            format!(
+                "the last entry's timestamp is {last}, but the rolled segment's largest timestamp is {max} (a roll \
              appends it): recovery rebuilds the index"
-        )));
+            ),
+        ));
     }
     Ok(())
 }

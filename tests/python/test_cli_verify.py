@@ -87,6 +87,10 @@ def _undetectable(fx: Fixture, case: Path, kind: str, target: str, at: int, dama
     if kind in ("index", "timeindex") and damage == "truncate":
         if not any((fx.root / target).read_bytes()[at:]):
             return "only the preallocated zeros of an active index were cut"
+        if kind == "index" and at % 8 == 0:
+            # (A time index cut so is caught: a rolled segment's last entry holds its largest
+            # timestamp.)
+            return "whole offset index entries were cut: those left are right, lookups scan further"
     if kind in ("recovery_checkpoint", "log_start_checkpoint"):
         parsed = read_offset_checkpoint(path)  # raises if it no longer parses: verify must say so
         d = Path(target).parts[0]
@@ -134,7 +138,7 @@ def test_each_corruption_kind_is_named_and_fixed(
             assert any(line[len(str(case / target))] == ":" for line in lines), lines
             assert any(line.split(":")[1].strip().isdigit() for line in lines), lines
         fixed = verify(*dirs, fix=True)
-        if kind == "meta_properties" or "no id has a majority" in found.stdout:
+        if kind == "meta_properties" or "no value has a majority" in found.stdout:
             assert fixed.returncode == 1 and "not repaired" in fixed.stdout, f"{where}: {fixed.stdout}"
             continue
         assert fixed.returncode == 0, f"{where}: --fix failed:\n{found.stdout}\n{fixed.stdout}{fixed.stderr}"
@@ -297,10 +301,13 @@ def test_leftovers_and_checkpoints_naming_missing_partitions_are_reported(unclea
     seg = case / part.segments[1].log
     shutil.copy(seg, seg.with_name(seg.name + ".cleaned"))
     (case / part.dir / "recovery-point-offset-checkpoint").write_text("0\n3\nt 0 100\nu 0 100\ngone 7 5\n")
+    (case / part.dir / "log-start-offset-checkpoint.tmp").write_text("0\n1\nt 0")  # test_crash_recovery's
+    (case / part.dir / "t-0" / "leader-epoch-checkpoint.tmp").write_text("0\n1\n0 ")
     found = verify(*[case / d for d in unclean.dirs])
     assert found.returncode == 1
     assert f"{seg}.cleaned: left by an interrupted clean" in found.stdout, found.stdout
     assert "names partition gone-7, which has no directory in this log dir" in found.stdout, found.stdout
+    assert found.stdout.count("left by an interrupted atomic write") == 2, found.stdout
     assert verify(*[case / d for d in unclean.dirs], fix=True).returncode == 0
     assert verify(*[case / d for d in unclean.dirs]).returncode == 0
     assert ("gone", 7) not in read_offset_checkpoint(case / part.dir / "recovery-point-offset-checkpoint")

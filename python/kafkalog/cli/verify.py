@@ -213,6 +213,10 @@ def _check_log_dir(dir: Path, partitions: set[tuple[str, int]], report: Report) 
                 why = f"{tp[0]}-{tp[1]} at offset {offset}, past its log end offset {check.log_end_offset}: the cleaner resets it"
             if why:
                 report.findings.append(Finding("problem", str(path), _entry_position(path, *tp), why))
+    for tmp in sorted(dir.glob("*.tmp")):
+        report.findings.append(Finding(
+            "problem", str(tmp), None, "left by an interrupted atomic write: the LogManager deletes it at load"
+        ))
     _check_meta_properties(dir, report)
     marker = dir / CLEAN_SHUTDOWN
     if marker.exists():
@@ -270,50 +274,53 @@ def _check_meta_properties(dir: Path, report: Report) -> None:
 
 def _check_meta_agreement(log_dirs: list[Path], report: Report) -> None:
     """The log dirs of one broker agree on cluster.id and node.id (the LogManager's start-up
-    fails otherwise, as Kafka's does)."""
-    seen: dict[str, tuple[Path, str]] = {}
+    fails otherwise, as Kafka's does): each dir differing from the value most hold is reported,
+    or every one when no value has a majority."""
+    props: dict[Path, dict[str, str]] = {}
     for d in log_dirs:
         try:
-            props = checkpoints.read_meta_properties(d / META_PROPERTIES)
+            props[d] = checkpoints.read_meta_properties(d / META_PROPERTIES)
         except (KafkaLogError, OSError):
             continue
-        for key in ("cluster.id", "node.id"):
-            if key not in props:
-                continue
-            first = seen.setdefault(key, (d, props[key]))
-            if first[1] != props[key]:
-                report.findings.append(Finding(
-                    "problem", str(d / META_PROPERTIES), None,
-                    f"{key} is {props[key]!r}, but {first[0] / META_PROPERTIES} says {first[1]!r}: "
-                    "a LogManager over both fails to start",
-                ))
+    for key in ("cluster.id", "node.id"):
+        values = {d: p[key] for d, p in props.items() if key in p}
+        for d, why in _outliers(values).items():
+            report.findings.append(Finding(
+                "problem", str(d / META_PROPERTIES), None, f"{key} is {values[d]!r}, but {why}: a LogManager over these dirs fails to start"
+            ))
+
+
+def _outliers(values: dict[Path, str]) -> dict[Path, str]:
+    """The keys whose value differs from the one most hold (every key when none has a
+    majority), each with what the others hold."""
+    counts: dict[str, int] = {}
+    for v in values.values():
+        counts[v] = counts.get(v, 0) + 1
+    if len(counts) < 2:
+        return {}
+    best, most = max(counts.items(), key=lambda kv: kv[1])
+    majority = best if most * 2 > len(values) else None
+    out = {}
+    for k, v in values.items():
+        if v != majority:
+            others = ", ".join(repr(o) for o in sorted(set(values.values()) - {v}))
+            out[k] = f"the others hold {others}" + ("" if majority else " (no value has a majority: which one is right cannot be told from the files)")
+    return out
 
 
 def _check_topic_ids(report: Report) -> None:
     """The partitions of one topic share its topic id (Kafka's ``InconsistentTopicIdException``
-    at the broker; each one differing from the id most of them hold is reported, or every one
-    when no id has a majority)."""
-    by_topic: dict[str, list[tuple[Path, str]]] = {}
+    at the broker)."""
+    by_topic: dict[str, dict[Path, str]] = {}
     for c in report.partitions:
         if c.topic_id is not None:
             topic = Path(c.dir).name.rpartition("-")[0]
-            by_topic.setdefault(topic, []).append((Path(c.dir), c.topic_id))
+            by_topic.setdefault(topic, {})[Path(c.dir)] = c.topic_id
     for topic, ids in sorted(by_topic.items()):
-        counts: dict[str, int] = {}
-        for _, topic_id in ids:
-            counts[topic_id] = counts.get(topic_id, 0) + 1
-        if len(counts) < 2:
-            continue
-        best, most = max(counts.items(), key=lambda kv: kv[1])
-        majority = best if most * 2 > len(ids) else None
-        for dir, topic_id in ids:
-            if topic_id == majority:
-                continue
-            others = sorted({i for _, i in ids if i != topic_id})
+        for dir, why in sorted(_outliers(ids).items()):
             report.findings.append(Finding(
                 "problem", str(dir / "partition.metadata"), None,
-                f"topic id {topic_id} differs from {', '.join(others)} held by the other partitions of {topic}"
-                + ("" if majority else " (no id has a majority: which one is right cannot be told from the files)"),
+                f"topic id {ids[dir]} differs from the other partitions of {topic}: {why}",
             ))
 
 

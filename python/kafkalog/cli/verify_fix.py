@@ -136,7 +136,7 @@ def _pre_repairs(log_dir: Path, problems: list[Finding], report: Report, outcome
                 _delete(path, "malformed: the epochs are assigned again from the batches", outcome)
                 recover_from[dir.name] = check.segment_bases[0] if check.segment_bases else 0
             elif path.name == "partition.metadata" and "differs from" in f.message:
-                majority = "no id has a majority" not in f.message
+                majority = "no value has a majority" not in f.message
                 if not majority:
                     outcome.failed = True
                     outcome.changes.append(f"{path}: not repaired: {f.message}")
