@@ -286,7 +286,7 @@ fn check_offset_index(
                 "the record batch at position {} starts at offset {}, after the entry's offset",
                 entry.position, s.base
             )),
-            Some(_) if !legacy && !spans[at..].iter().any(|s| s.last == entry.offset) => Some(format!(
+            Some(_) if !legacy && !ends_batch_at_or_after(spans, entry.offset, at) => Some(format!(
                 "offset {} is not the last offset of a record batch at or after position {}",
                 entry.offset, entry.position
             )),
@@ -305,6 +305,17 @@ fn check_offset_index(
         }
     }
     Ok(())
+}
+
+/// The batch holding `offset` (the spans' offsets increase: a binary search).
+fn batch_holding(spans: &[Span], offset: i64) -> Option<&Span> {
+    spans.get(spans.partition_point(|s| s.last < offset)).filter(|s| s.base <= offset)
+}
+
+/// Whether `offset` is the last offset of a batch at index `at` or later.
+fn ends_batch_at_or_after(spans: &[Span], offset: i64, at: usize) -> bool {
+    let n = spans.partition_point(|s| s.last < offset);
+    n >= at && spans.get(n).is_some_and(|s| s.last == offset)
 }
 
 /// The time index: whole entries, timestamps increasing and offsets never decreasing (the prefix
@@ -335,7 +346,7 @@ fn check_time_index(
     let v2 = spans.iter().all(|s| s.magic >= 2);
     for n in 0..index.entries() {
         let entry = index.entry(n)?;
-        let holder = spans.iter().find(|s| s.base <= entry.offset && entry.offset <= s.last);
+        let holder = batch_holding(spans, entry.offset);
         let why = match holder {
             None => Some(format!("offset {} is in no record batch of the segment", entry.offset)),
             Some(s) if v2 && s.max_timestamp != entry.timestamp => Some(format!(
