@@ -44,12 +44,13 @@ pub struct PartitionCheck {
 }
 
 /// Checks the partition directory `dir`. `live`: another process holds it, so the active
-/// segment's incomplete tail is an append in progress and `.deleted` files await their delay.
+/// segment's incomplete tail is an append in progress. `.deleted` files are notes: they wait for
+/// `file.delete.delay.ms`, and the next load deletes them.
 pub fn verify_partition(dir: &Path, live: bool) -> Result<PartitionCheck> {
     let mut out = PartitionCheck { dir: dir.to_path_buf(), ..PartitionCheck::default() };
     let names = list_names(dir)?;
     let bases: Vec<i64> = names.iter().filter_map(|n| segment_base(n, LOG_FILE_SUFFIX)).collect();
-    check_leftovers(dir, &names, &bases, live, &mut out);
+    check_leftovers(dir, &names, &bases, &mut out);
     let config = LogConfig::default();
     for (i, &base) in bases.iter().enumerate() {
         let next_base = bases.get(i + 1).copied();
@@ -140,19 +141,18 @@ fn segment_base(name: &str, suffix: &str) -> Option<i64> {
 
 /// Files an interrupted operation left, which the loader deletes, rolls back or completes, and
 /// index files without a `.log` file (deleted at load).
-fn check_leftovers(dir: &Path, names: &[String], bases: &[i64], live: bool, out: &mut PartitionCheck) {
+fn check_leftovers(dir: &Path, names: &[String], bases: &[i64], out: &mut PartitionCheck) {
     for name in names {
         let path = dir.join(name);
         let message = if super::log_loader::is_deleted_file(name) {
-            if live {
-                out.findings.push(Finding::note(
-                    &path,
-                    None,
-                    "awaits deletion (file.delete.delay.ms) on this live directory",
-                ));
-                continue;
-            }
-            "left by a deletion that did not finish: recovery deletes it"
+            // Not part of the log: a deletion waits file.delete.delay.ms (a clean shutdown
+            // leaves the wait unfinished), and the next load deletes what is left.
+            out.findings.push(Finding::note(
+                &path,
+                None,
+                "awaits deletion (file.delete.delay.ms); the next load deletes it",
+            ));
+            continue;
         } else if name.ends_with(CLEANED_FILE_SUFFIX) {
             "left by an interrupted clean or split: recovery deletes it and keeps the segments it was replacing"
         } else if name.ends_with(SWAP_FILE_SUFFIX) {

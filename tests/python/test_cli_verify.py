@@ -329,3 +329,20 @@ def test_a_malformed_leader_epoch_checkpoint_is_rebuilt_from_the_batches(tmp_pat
     assert verify(log_dir, fix=True).returncode == 0
     assert checkpoint.read_text() == "0\n1\n3 0\n"
     assert verify(log_dir).returncode == 0
+
+
+def test_a_compacted_log_verifies_clean(tmp_path: Path) -> None:
+    """Cleaned segments (rebuilt batches, their indexes written by the clean) check as any
+    other; the replaced segments' .deleted files, waiting for file.delete.delay.ms, are notes."""
+    config = {"cleanup.policy": "compact", "internal.segment.bytes": "4096", "index.interval.bytes": "256"}
+    log_dir = tmp_path / "logs"
+    with LogManager([log_dir], scheduler=False) as manager:
+        log = manager.create_log("compacted", 0, config)
+        for r in range(30):
+            records = [Record(b"k%d" % (i % 7), b"v%d-%d" % (r, i), timestamp=1_700_000_000_000 + r * 100 + i) for i in range(20)]
+            log.append(records, compression="lz4" if r % 2 else "none")
+        assert manager.compact_now("compacted", 0).stats.messages_written == 7
+        del log
+    done = verify(log_dir)
+    assert done.returncode == 0, done.stdout
+    assert ".log.deleted: note: awaits deletion" in done.stdout, done.stdout
