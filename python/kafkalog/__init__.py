@@ -13,6 +13,8 @@ from ._native import (
     DiscoveredPartition,
     LogDirLockProbe,
     OnDemandCleanerConfig,
+    PartitionCheck,
+    VerifyFinding,
     discover,
     log_dir_partitions,
     on_demand_cleaner_config,
@@ -108,3 +110,6 @@ __all__ += [
     "on_demand_cleaner_config",
     "OnDemandCleanerConfig",
 ]
+
+# kafkalog verify's result classes (exported here so that they pickle).
+__all__ += ["PartitionCheck", "VerifyFinding"]

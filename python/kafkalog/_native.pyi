@@ -1180,3 +1180,65 @@ def tombstones(log: UnifiedLog, time_ms: int) -> list[SegmentTombstones]:
 
 def retention_plan(log: UnifiedLog, time_ms: int, log_start_offset: int, cap_future_timestamps: bool) -> RetentionPlan:
     """What retention would delete at ``time_ms``, without deleting."""
+
+
+# kafkalog verify's native checks (rust/python/verify.rs).
+__all__ += ["VerifyFinding", "PartitionCheck", "verify_partition"]
+
+@final
+class VerifyFinding:
+    """One finding of verify_partition: severity ("problem" or "note"), file, byte position, message."""
+
+    def __new__(cls, severity: str, file: str, position: int | None, message: str) -> Self: ...
+    @property
+    def severity(self) -> str:
+        """"problem" or "note"."""
+    @property
+    def file(self) -> str: ...
+    @property
+    def position(self) -> int | None: ...
+    @property
+    def message(self) -> str: ...
+    __match_args__: ClassVar[tuple[str, ...]]
+    def __reduce__(self) -> tuple[type[Self], tuple[object, ...]]: ...
+    def __hash__(self) -> int: ...
+
+@final
+class PartitionCheck:
+    """What verify_partition found in one partition directory."""
+
+    def __new__(
+        cls,
+        dir: str,
+        live: bool,
+        findings: list[VerifyFinding],
+        segment_bases: list[int],
+        log_end_offset: int,
+        first_damaged_segment: int | None,
+        topic_id: str | None,
+    ) -> Self: ...
+    @property
+    def dir(self) -> str: ...
+    @property
+    def live(self) -> bool:
+        """Another process held the directory (its active segment's tail may be an append in progress)."""
+    @property
+    def findings(self) -> list[VerifyFinding]:
+        """list[VerifyFinding]."""
+    @property
+    def segment_bases(self) -> list[int]: ...
+    @property
+    def log_end_offset(self) -> int:
+        """Offset after the last valid batch."""
+    @property
+    def first_damaged_segment(self) -> int | None:
+        """The first segment with a problem in its ``.log`` or index files: recovery from its base offset repairs it."""
+    @property
+    def topic_id(self) -> str | None:
+        """The topic id ``partition.metadata`` holds, when it can be read."""
+    __match_args__: ClassVar[tuple[str, ...]]
+    def __reduce__(self) -> tuple[type[Self], tuple[object, ...]]: ...
+    def __hash__(self) -> int: ...
+
+def verify_partition(path: str | os.PathLike[str]) -> PartitionCheck:
+    """Checks the partition directory ``path`` without writing or locking anything: every segment (batch framing, CRC, offsets, magic), its offset, time and transaction indexes, leftover files, producer snapshots, ``leader-epoch-checkpoint`` and ``partition.metadata``."""

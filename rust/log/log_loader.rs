@@ -266,7 +266,7 @@ fn delete_superseded(files: &[(String, PathBuf)], min_swap: i64, max_swap: i64) 
 
 /// A file awaiting deletion (KRaft snapshots marked for deletion are the metadata log's to
 /// recover: Kafka's `Snapshots.DELETE_SUFFIX`).
-fn is_deleted_file(name: &str) -> bool {
+pub(crate) fn is_deleted_file(name: &str) -> bool {
     name.ends_with(DELETED_FILE_SUFFIX) && !name.ends_with(KRAFT_SNAPSHOT_DELETED_SUFFIX)
 }
 

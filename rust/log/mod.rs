@@ -9,3 +9,4 @@ pub mod log_validator;
 pub mod producer_state;
 pub mod splitter;
 pub mod unified_log;
+pub mod verify;

@@ -20,6 +20,7 @@ mod logging;
 mod manager;
 mod records;
 mod results;
+mod verify;
 
 use pyo3::prelude::*;
 
@@ -92,6 +93,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(inspect::cleaner_sections, m)?)?;
     m.add_function(wrap_pyfunction!(inspect::tombstones, m)?)?;
     m.add_function(wrap_pyfunction!(inspect::retention_plan, m)?)?;
+    m.add_class::<verify::VerifyFinding>()?;
+    m.add_class::<verify::PartitionCheck>()?;
+    m.add_function(wrap_pyfunction!(verify::verify_partition, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

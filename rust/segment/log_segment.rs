@@ -311,7 +311,7 @@ impl LogSegment {
 
     /// Why the batch at `position`, whose length runs past the end of the data, is a damaged
     /// batch rather than a torn tail; `None` for a torn tail.
-    fn damaged_length(&self, position: u64) -> Result<Option<String>> {
+    pub(crate) fn damaged_length(&self, position: u64) -> Result<Option<String>> {
         let size = self.log.size();
         let index = self.offset_index.get()?;
         let entries = index.entries();
@@ -572,7 +572,7 @@ impl LogSegment {
     /// offsets go back. Offsets only grow within a segment, from its base offset; a damaged base
     /// offset, which the CRC does not cover, would otherwise serve the batch under the wrong
     /// offsets (Kafka does not check this).
-    fn recovery_problem(
+    pub(crate) fn recovery_problem(
         &self,
         batch: &crate::record::records::AnyBatch<'_>,
         position: u64,

@@ -4,3 +4,4 @@ pub mod file_records;
 pub mod log_segment;
 pub mod log_segments;
 mod torn_tail;
+pub mod verify;

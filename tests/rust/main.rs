@@ -46,3 +46,4 @@ mod startup_lock;
 mod throttle;
 mod txn_index;
 mod unified_log;
+mod verify;
