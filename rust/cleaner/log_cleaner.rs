@@ -747,15 +747,9 @@ impl Core {
         match result {
             Ok(r) => {
                 self.manager.done_cleaning(tp, &dir, r.end_offset)?;
+                // `compact_log` logged each pass's stats block as it finished.
                 for pass in &r.passes {
-                    self.record_stats(
-                        id,
-                        tp,
-                        pass.first_dirty_offset,
-                        pass.end_offset,
-                        &pass.stats,
-                        PreCleanStats::default(),
-                    );
+                    self.manager.record_clean(tp, pass.first_dirty_offset, pass.end_offset, &pass.stats);
                 }
                 if !r.passes.is_empty() {
                     self.manager.record_clean(tp, r.first_dirty_offset, r.end_offset, &r.stats);
