@@ -30,7 +30,16 @@ from .exceptions import (
     RecordBatchTooLargeError,
 )
 from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, UnifiedLog
-from .manager import CleanerStatus, CleanOutcome, DirLoadSummary, DirRecoveryProgress, LogDirInfo, LogManager
+from .manager import (
+    CleanerStatus,
+    CleanOutcome,
+    DirLoadSummary,
+    DirRecoveryProgress,
+    Gauge,
+    LogDirInfo,
+    LogManager,
+    MetricsSnapshot,
+)
 from .records import (
     AbortedTransaction,
     ActiveProducer,
@@ -64,6 +73,8 @@ __all__ = [
     "LogManager",
     "LogDirInfo",
     "DirLoadSummary",
+    "Gauge",
+    "MetricsSnapshot",
     "DirRecoveryProgress",
     "CleanerStatus",
     "CleanOutcome",

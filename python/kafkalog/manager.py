@@ -29,13 +29,22 @@ from typing import Any
 
 from . import _arguments as arg
 from . import _native
-from ._native import CleanerStatus, CleanOutcome, DirLoadSummary, DirRecoveryProgress, LogDirInfo
+from ._native import CleanerStatus, CleanOutcome, DirLoadSummary, DirRecoveryProgress, Gauge, LogDirInfo, MetricsSnapshot
 from .cleaner import CompactResult
 from .exceptions import InvalidArgumentTypeError
 from .log import UnifiedLog, _config_pairs
 from .records import RetentionResult
 
-__all__ = ["LogManager", "LogDirInfo", "DirLoadSummary", "DirRecoveryProgress", "CleanerStatus", "CleanOutcome"]
+__all__ = [
+    "LogManager",
+    "LogDirInfo",
+    "DirLoadSummary",
+    "DirRecoveryProgress",
+    "CleanerStatus",
+    "CleanOutcome",
+    "Gauge",
+    "MetricsSnapshot",
+]
 
 
 def _dirs_value(dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> str:
@@ -213,6 +222,21 @@ class LogManager:
         ``uncleanable-partitions-count`` and ``uncleanable-bytes`` (summed, and per log dir as
         ``<name>,logDirectory=<dir>``), plus ``dead-thread-restarts`` and ``threads``."""
         return dict(self._m.cleaner_metrics())
+
+    def metrics(self) -> MetricsSnapshot:
+        """A snapshot of the gauges Kafka registers for this manager, under Kafka's MBean names
+        (``Gauge.mbean_name``): per log ``kafka.log:type=Log,name=NumLogSegments|LogStartOffset|
+        LogEndOffset|Size,topic=T,partition=P`` (plus ``is-future=true`` for a future log); the
+        manager's ``kafka.log:type=LogManager,name=OfflineLogDirectoryCount``, and per dir
+        ``LogDirectoryOffline,logDirectory=D`` and the recovery gauges ``remainingLogsToRecover,
+        dir=D`` / ``remainingSegmentsToRecover,dir=D,threadNum=0`` (0 once the manager is open;
+        ``on_progress`` shows them during start-up); the cleaner's (unless
+        ``log.cleaner.enable=false``) ``kafka.log:type=LogCleaner,name=max-buffer-utilization-
+        percent|cleaner-recopy-percent|max-clean-time-secs|max-compaction-delay-secs|
+        DeadThreadCount`` and ``kafka.log:type=LogCleanerManager,name=max-dirty-percent|
+        time-since-last-run-ms`` and, per dir, ``uncleanable-partitions-count`` /
+        ``uncleanable-bytes,logDirectory=D``. ``kafkalog.metrics.prometheus_text`` renders it."""
+        return self._m.metrics()
 
     def retry_uncleanable(self, topic: str | None = None, partition: int | None = None) -> list[tuple[str, int]]:
         """Clears the uncleanable mark of the selected partitions (all by default) so the

@@ -245,6 +245,11 @@ impl LogManager {
         &self.inner.config
     }
 
+    /// The clock of every log and task.
+    pub fn clock(&self) -> &SharedClock {
+        &self.inner.clock
+    }
+
     /// What loading found in each log dir at start-up.
     pub fn load_summary(&self) -> &[DirLoadSummary] {
         &self.inner.load_summary

@@ -16,6 +16,7 @@ use super::cleaner::CompactResult;
 use super::cleaner_status::{metrics_to_py, CleanOutcome, CleanerStatus};
 use super::errors::{run, to_py_err};
 use super::log::{parse_topic_id, props_dict, PyUnifiedLog};
+use super::metrics::MetricsSnapshot;
 use super::records::{path_str, RetentionResult};
 use super::results::py_result;
 use crate::cleaner::cleaner_status::StatusFilter;
@@ -350,6 +351,12 @@ impl PyLogManager {
         let manager = self.inner.clone();
         let metrics = run(py, move || manager.cleaner_metrics())?;
         metrics_to_py(py, &metrics)
+    }
+
+    fn metrics(&self, py: Python<'_>) -> PyResult<MetricsSnapshot> {
+        let manager = self.inner.clone();
+        let snapshot = run(py, move || manager.metrics())?;
+        MetricsSnapshot::new(py, &snapshot)
     }
 
     #[pyo3(signature = (topic, partition))]

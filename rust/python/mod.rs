@@ -16,6 +16,7 @@ mod fault;
 mod log;
 mod logging;
 mod manager;
+mod metrics;
 mod records;
 mod results;
 
@@ -57,6 +58,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<manager::DirRecoveryProgress>()?;
     m.add_class::<manager::DirLoadSummary>()?;
     m.add_class::<manager::LogDirInfo>()?;
+    m.add_class::<metrics::Gauge>()?;
+    m.add_class::<metrics::MetricsSnapshot>()?;
     m.add_class::<arrow::ArrowColumns>()?;
     m.add_class::<arrow::BinaryBuffers>()?;
     m.add_class::<logging::LoggingState>()?;
