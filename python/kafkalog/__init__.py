@@ -39,6 +39,7 @@ from .manager import (
     LogDirInfo,
     LogManager,
     MetricsSnapshot,
+    Progress,
 )
 from .records import (
     AbortedTransaction,
@@ -75,6 +76,7 @@ __all__ = [
     "DirLoadSummary",
     "Gauge",
     "MetricsSnapshot",
+    "Progress",
     "DirRecoveryProgress",
     "CleanerStatus",
     "CleanOutcome",
