@@ -248,21 +248,7 @@ fn load_dir(
         Err(e) => return Err(e),
     };
     summary.had_clean_shutdown = plan.had_clean_shutdown;
-    if plan.children.is_empty() {
-        log::info!("No logs found to be loaded in {}", dir.display());
-    } else if plan.had_clean_shutdown {
-        log::info!(
-            "Skipping recovery of {} logs from {} since clean shutdown file was found",
-            plan.children.len(),
-            dir.display()
-        );
-    } else {
-        log::info!(
-            "Recovering {} logs from {} since no clean shutdown file was found",
-            plan.children.len(),
-            dir.display()
-        );
-    }
+    log_load_start(dir, &plan);
     let next = AtomicUsize::new(0);
     let completed = AtomicUsize::new(0);
     let out = Mutex::new((Vec::new(), summary, None::<Error>));
@@ -342,6 +328,25 @@ fn load_dir(
     Ok((items, summary))
 }
 
+/// Kafka's line before a dir's logs load: none to load, or whether recovery is skipped.
+fn log_load_start(dir: &Path, plan: &DirPlan) {
+    if plan.children.is_empty() {
+        log::info!("No logs found to be loaded in {}", dir.display());
+    } else if plan.had_clean_shutdown {
+        log::info!(
+            "Skipping recovery of {} logs from {} since clean shutdown file was found",
+            plan.children.len(),
+            dir.display()
+        );
+    } else {
+        log::info!(
+            "Recovering {} logs from {} since no clean shutdown file was found",
+            plan.children.len(),
+            dir.display()
+        );
+    }
+}
+
 /// Kafka's line after each partition's load (`LogManager.loadLogs`): the log's segments and
 /// offsets and how many of the dir's logs are done, or that the load failed.
 fn log_load_completed(
@@ -368,7 +373,7 @@ fn log_load_completed(
                 "Error while loading logs in {} in {ms}ms ({done}/{total} completed in {})",
                 dir.display(),
                 dir.display()
-            )
+            );
         }
     }
 }

@@ -10,6 +10,8 @@
 //! Thread-safety: `LogManager::metrics` reads the manager's state under its read lock and each
 //! log's atomics; the snapshot is plain data.
 
+use std::fmt::Write as _;
+
 use super::log_manager::LogManager;
 use crate::cleaner::log_cleaner::CleanerMetrics;
 use crate::error::Result;
@@ -39,7 +41,7 @@ impl Gauge {
     pub fn mbean_name(&self) -> String {
         let mut out = format!("{GROUP}:type={},name={}", self.type_name, self.name);
         for (k, v) in &self.tags {
-            out.push_str(&format!(",{k}={v}"));
+            let _ = write!(out, ",{k}={v}");
         }
         out
     }

@@ -3,6 +3,8 @@
 //!
 //! Thread-safety: the classes are frozen, shareable.
 
+use std::fmt::Write as _;
+
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -25,6 +27,7 @@ py_result! { sequence
     impl {
         /// The JMX domain, `kafka.log`.
         #[getter]
+        #[allow(clippy::unused_self)]
         fn group(&self) -> &'static str {
             GROUP
         }
@@ -35,7 +38,7 @@ py_result! { sequence
             let mut out = format!("{GROUP}:type={},name={}", self.type_name, self.name);
             for pair in self.tags.bind(py).iter() {
                 let (k, v): (String, String) = pair.extract()?;
-                out.push_str(&format!(",{k}={v}"));
+                let _ = write!(out, ",{k}={v}");
             }
             Ok(out)
         }

@@ -101,7 +101,7 @@ where
         loop {
             let (reports, finished) = py.detach(|| wait_for_reports(&mailbox, last));
             if failure.is_none() {
-                failure = deliver(py, &callback, reports).err().or_else(|| py.check_signals().err());
+                failure = deliver(py, &callback, &reports).err().or_else(|| py.check_signals().err());
                 if failure.is_some() {
                     sink.cancel();
                 }
@@ -142,8 +142,8 @@ fn wait_for_reports(mailbox: &Shared, last: Option<Instant>) -> (Vec<progress::P
     (b.reports.drain(..).collect(), b.done)
 }
 
-fn deliver(py: Python<'_>, callback: &Py<PyAny>, reports: Vec<progress::Progress>) -> PyResult<()> {
-    for r in &reports {
+fn deliver(py: Python<'_>, callback: &Py<PyAny>, reports: &[progress::Progress]) -> PyResult<()> {
+    for r in reports {
         callback.call1(py, (Progress::from_engine(r),))?;
     }
     Ok(())
