@@ -205,3 +205,25 @@ def test_retention_by_modification_time_says_so(tmp_path: Path, caplog: pytest.L
     assert [d.base_offset for d in result.deleted] == [0]
     line = one_info(caplog, "Deleting segment LogSegment(baseOffset=0,")
     assert line.getMessage().endswith("due to log retention time 3600000ms breach based on the last modified time of the segment")
+
+
+def test_a_corrupt_producer_snapshot_is_a_warning_naming_it(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """ProducerStateManager.loadFromSnapshot: a snapshot that fails its CRC is deleted with
+    Kafka's warning naming it, under kafkalog.log, and the state is rebuilt from the log."""
+    caplog.set_level(logging.WARNING, logger="kafkalog")
+    d = tmp_path / "d"
+    with open_manager(d) as m:
+        fill(m.create_log("p", 0), 5)
+    part = d / "p-0"
+    snapshots = sorted(part.glob("*.snapshot"))
+    assert snapshots, list(part.iterdir())
+    damaged = snapshots[-1]
+    data = bytearray(damaged.read_bytes())
+    data[-1] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    with open_manager(d) as m:  # a clean shutdown: the state is loaded from the snapshot
+        log = m.get_log("p", 0)
+        assert log is not None and log.log_end_offset == 5
+    found = [r for r in caplog.records if f"Failed to load producer snapshot from '{damaged}'" in r.getMessage()]
+    assert len(found) == 1 and found[0].levelno == logging.WARNING, [r.getMessage() for r in caplog.records]
+    assert found[0].name.startswith("kafkalog.log.")
