@@ -19,7 +19,7 @@ from ._native import (
     probe_log_dir_lock,
 )
 from .arrow import KAFKA_SCHEMA
-from .cleaner import CleanerStats, CleanPass, CompactResult, DirtyCompactResult
+from .cleaner import CleanableSections, CleanerStats, CleanPass, CompactResult, DirtyCompactResult, SegmentTombstones
 from .exceptions import (
     CorruptRecordError,
     InvalidArgumentError,
@@ -53,6 +53,7 @@ from .records import (
     OngoingTransaction,
     ReadResult,
     Record,
+    RetentionPlan,
     RetentionResult,
     SegmentInfo,
     TimestampAndOffset,
@@ -69,6 +70,9 @@ __all__ = [
     "CleanPass",
     "CompactResult",
     "DirtyCompactResult",
+    "CleanableSections",
+    "SegmentTombstones",
+    "RetentionPlan",
     "KAFKA_SCHEMA",
     "UnifiedLog",
     "LogManager",

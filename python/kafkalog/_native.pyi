@@ -46,6 +46,8 @@ __all__ = [
     "LoggingState",
     "OwnedBuffer",
     "decode_batches",
+    "dump_crc32c",
+    "dump_batch_records",
     "partitions_for_keys",
     "build_batch",
     "end_txn_marker",
@@ -65,6 +67,14 @@ __version__: str
 
 def decode_batches(data: bytes) -> list[DecodedRecord]:
     """Decodes complete v2 (or legacy) batches into their records, control records included."""
+
+def dump_crc32c(data: bytes, start: int, end: int) -> int:
+    """The CRC-32C of ``data[start:end]`` (a v2 batch's ``isvalid``, for ``kafkalog dump``)."""
+
+def dump_batch_records(data: bytes, start: int, end: int, path: str, position: int) -> list[DecodedRecord]:
+    """The records of the one batch in ``data[start:end]``, decoded without a CRC check as
+    Kafka's deep iteration decodes them; errors name ``path`` and the file position (the batch
+    is at ``position``)."""
 
 def partitions_for_keys(chunks: list[_ArrowCapsules], num_partitions: int, round_robin_start: int) -> OwnedBuffer:
     """Kafka's partition of each key (``toPositive(murmur2(key)) % num_partitions``) of a key
@@ -1169,3 +1179,89 @@ def validate_topic_config(config: list[tuple[str, str]]) -> dict[str, str]:
     """Checks topic configs with the engine's topic table, without opening a log, and returns
     the config such a log would have (every key); InvalidConfigError names a bad key or value,
     as ``UnifiedLog.open`` would."""
+
+# A read-only look at one log for tools (rust/python/inspect.rs).
+__all__ += ["CleanableSections", "SegmentTombstones", "RetentionPlan", "cleaner_sections", "tombstones", "retention_plan"]
+
+@final
+class CleanableSections:
+    """The cleaner's view of one log: its sections, what ends the cleanable range, and whether
+    Kafka's cleaner would clean it now."""
+
+    def __new__(cls, checkpoint: int | None, first_dirty_offset: int, first_uncleanable_offset: int, uncleanable_bound: str, clean_bytes: int, cleanable_bytes: int, uncleanable_bytes: int, dirty_ratio: float, max_compaction_delay_ms: int, max_compaction_lag_due_ms: int | None, lag_held_segment: tuple[int, int] | None, records_to_clean: int, skipped: str | None) -> Self: ...
+    @property
+    def checkpoint(self) -> int | None: ...
+    @property
+    def first_dirty_offset(self) -> int: ...
+    @property
+    def first_uncleanable_offset(self) -> int: ...
+    @property
+    def uncleanable_bound(self) -> str: ...
+    @property
+    def clean_bytes(self) -> int: ...
+    @property
+    def cleanable_bytes(self) -> int: ...
+    @property
+    def uncleanable_bytes(self) -> int: ...
+    @property
+    def dirty_ratio(self) -> float: ...
+    @property
+    def max_compaction_delay_ms(self) -> int: ...
+    @property
+    def max_compaction_lag_due_ms(self) -> int | None: ...
+    @property
+    def lag_held_segment(self) -> tuple[int, int] | None: ...
+    @property
+    def records_to_clean(self) -> int: ...
+    @property
+    def skipped(self) -> str | None: ...
+    __match_args__: ClassVar[tuple[str, ...]]
+    def __reduce__(self) -> tuple[type[Self], tuple[object, ...]]: ...
+    def __hash__(self) -> int: ...
+
+@final
+class SegmentTombstones:
+    """The tombstones of one segment and their delete horizons."""
+
+    def __new__(cls, base_offset: int, tombstones: int, with_horizon: int, past_horizon: int, next_horizon_ms: int | None, last_horizon_ms: int | None) -> Self: ...
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def tombstones(self) -> int: ...
+    @property
+    def with_horizon(self) -> int: ...
+    @property
+    def past_horizon(self) -> int: ...
+    @property
+    def next_horizon_ms(self) -> int | None: ...
+    @property
+    def last_horizon_ms(self) -> int | None: ...
+    __match_args__: ClassVar[tuple[str, ...]]
+    def __reduce__(self) -> tuple[type[Self], tuple[object, ...]]: ...
+    def __hash__(self) -> int: ...
+
+@final
+class RetentionPlan:
+    """What retention would delete now, without deleting."""
+
+    def __new__(cls, would_delete: list[DeletedSegment], warnings: list[str], log_start_offset: int, next_expiry: tuple[int, int] | None) -> Self: ...
+    @property
+    def would_delete(self) -> list[DeletedSegment]: ...
+    @property
+    def warnings(self) -> list[str]: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def next_expiry(self) -> tuple[int, int] | None: ...
+    __match_args__: ClassVar[tuple[str, ...]]
+    def __reduce__(self) -> tuple[type[Self], tuple[object, ...]]: ...
+    def __hash__(self) -> int: ...
+
+def cleaner_sections(log: UnifiedLog, time_ms: int) -> CleanableSections:
+    """The cleaner's sections of ``log`` at ``time_ms``, from its log dir's cleaner-offset-checkpoint."""
+
+def tombstones(log: UnifiedLog, time_ms: int) -> list[SegmentTombstones]:
+    """Each segment's tombstones and their horizons at ``time_ms``."""
+
+def retention_plan(log: UnifiedLog, time_ms: int, log_start_offset: int, cap_future_timestamps: bool) -> RetentionPlan:
+    """What retention would delete at ``time_ms``, without deleting."""

@@ -19,7 +19,7 @@ from . import _native
 from ._native import Progress
 from .arrow import KAFKA_SCHEMA, columns_to_record_batch
 from .arrow_write import ArrowData, record_batch_capsules
-from .cleaner import CompactResult, DirtyCompactResult
+from .cleaner import CleanableSections, CompactResult, DirtyCompactResult, SegmentTombstones
 from .exceptions import IllegalStateError, InvalidArgumentTypeError
 from .records import (
     AbortedTransaction,
@@ -31,6 +31,7 @@ from .records import (
     OngoingTransaction,
     ReadResult,
     Record,
+    RetentionPlan,
     RetentionResult,
     SegmentInfo,
     TimestampAndOffset,
@@ -683,3 +684,41 @@ class UnifiedLog:
     def segments(self) -> list[SegmentInfo]:
         """Base offset, size, record count, first-batch and max timestamps of each segment."""
         return self._log.segments()
+
+    # -- inspection (read-only: works on a read-only open of a live log) -------------------
+
+    def cleaner_sections(self, *, time_ms: int | None = None) -> CleanableSections:
+        """The log as Kafka's cleaner sees it at ``time_ms`` (default: now): the dirty section
+        from the partition's entry in its log dir's ``cleaner-offset-checkpoint`` (read, never
+        written; an entry outside the log is shown healed to the log start, as the cleaner
+        heals it), where the cleanable range ends and why (the active segment, the last stable
+        offset, ``min.compaction.lag.ms``), the clean / cleanable / uncleanable bytes, the dirty
+        ratio, and in ``skipped`` why the cleaner would not clean it now (None when it would),
+        by the rule :meth:`compact_dirty` applies."""
+        return _native.cleaner_sections(self._log, _now_or("time_ms", time_ms))
+
+    def tombstones(self, *, time_ms: int | None = None) -> list[SegmentTombstones]:
+        """Each segment's tombstones (records with a null value) and the delete horizons a
+        clean stamped on their batches (``delete.retention.ms`` after that clean), judged at
+        ``time_ms`` (default: now): those past their horizon go at the next clean. Reads and
+        decodes every batch of the log."""
+        return _native.tombstones(self._log, _now_or("time_ms", time_ms))
+
+    def retention_plan(
+        self, *, time_ms: int | None = None, log_start_offset: int | None = None, cap_future_timestamps: bool = False
+    ) -> RetentionPlan:
+        """What :meth:`delete_old_segments` would delete at ``time_ms`` (default: now), without
+        deleting: each segment with the check that takes it (``log_start_offset``,
+        ``retention_bytes``, ``retention_ms``; each check on what the earlier ones leave), the
+        future-timestamp warnings, the log start after the run, and the next segment
+        ``retention.ms`` will delete and from when. ``log_start_offset`` raises the log start
+        the first check uses (a stopped broker's ``log-start-offset-checkpoint`` entry, which
+        a standalone open does not read)."""
+        start = self.log_start_offset if log_start_offset is None else arg.offset("log_start_offset", log_start_offset)
+        return _native.retention_plan(
+            self._log, _now_or("time_ms", time_ms), start, arg.flag("cap_future_timestamps", cap_future_timestamps)
+        )
+
+
+def _now_or(name: str, time_ms: int | None) -> int:
+    return int(time.time() * 1000) if time_ms is None else arg.integer(name, time_ms, 0, arg.I64_MAX)

@@ -9,9 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::cleaner_stats::CleanerStats;
+use super::inspection::{sections_from, CleanableSections, UncleanableBound};
 use super::log_cleaner::{map_capacity, LogCleaner};
-use super::log_to_clean::{cleanable_offsets, max_compaction_delay, LogToClean};
-use crate::error::Result;
 use crate::file_names::TopicPartition;
 use crate::log::unified_log::UnifiedLog;
 
@@ -90,36 +89,6 @@ pub struct CleanerPartitionStatus {
     pub error: Option<String>,
 }
 
-struct Sections {
-    first_dirty: i64,
-    first_uncleanable: i64,
-    clean: u64,
-    cleanable: u64,
-    ratio: f64,
-    delay: i64,
-    records: u64,
-}
-
-fn sections(log: &Arc<UnifiedLog>, checkpoint: Option<i64>, now: i64) -> Result<Sections> {
-    let offsets = cleanable_offsets(log, checkpoint, now)?;
-    let delay = max_compaction_delay(log, offsets.first_dirty_offset, now)?;
-    let ltc =
-        LogToClean::new(log.clone(), offsets.first_dirty_offset, offsets.first_uncleanable_dirty_offset, delay > 0);
-    let mut records = 0;
-    for segment in log.log_segments(ltc.first_dirty_offset, ltc.first_uncleanable_offset) {
-        records += segment.record_count()?;
-    }
-    Ok(Sections {
-        first_dirty: ltc.first_dirty_offset,
-        first_uncleanable: ltc.first_uncleanable_offset,
-        clean: ltc.clean_bytes,
-        cleanable: ltc.cleanable_bytes,
-        ratio: ltc.cleanable_ratio,
-        delay,
-        records,
-    })
-}
-
 impl LogCleaner {
     /// The compaction status of every compacted partition that `filter` selects, in
     /// topic-partition order. Reading it changes nothing (an out-of-range checkpoint is shown
@@ -143,17 +112,23 @@ impl LogCleaner {
     ) -> CleanerPartitionStatus {
         let manager = self.manager();
         let checkpoint = manager.checkpoint_of(log);
-        let (s, error) = match sections(log, checkpoint, now) {
+        let (s, error) = match sections_from(log, checkpoint, now) {
             Ok(s) => (s, None),
             Err(e) => {
-                let zero = Sections {
-                    first_dirty: checkpoint.unwrap_or(log.log_start_offset()),
-                    first_uncleanable: log.log_end_offset(),
-                    clean: 0,
-                    cleanable: 0,
-                    ratio: 0.0,
-                    delay: 0,
-                    records: 0,
+                let zero = CleanableSections {
+                    checkpoint,
+                    first_dirty_offset: checkpoint.unwrap_or(log.log_start_offset()),
+                    first_uncleanable_offset: log.log_end_offset(),
+                    bound: UncleanableBound::ActiveSegment,
+                    clean_bytes: 0,
+                    cleanable_bytes: 0,
+                    uncleanable_bytes: 0,
+                    dirty_ratio: 0.0,
+                    max_compaction_delay_ms: 0,
+                    max_compaction_lag_due_ms: None,
+                    lag_held_segment: None,
+                    records_to_clean: 0,
+                    skip: None,
                 };
                 (zero, Some(e.to_string()))
             }
@@ -168,16 +143,16 @@ impl LogCleaner {
             cleanup_policy: config.cleanup_policy.to_string(),
             log_start_offset: log.log_start_offset(),
             log_end_offset: log.log_end_offset(),
-            first_dirty_offset: s.first_dirty,
-            first_uncleanable_offset: s.first_uncleanable,
-            clean_bytes: s.clean,
-            cleanable_bytes: s.cleanable,
-            uncleanable_bytes: log.size_in_bytes().saturating_sub(s.clean + s.cleanable),
-            dirty_ratio: s.ratio,
+            first_dirty_offset: s.first_dirty_offset,
+            first_uncleanable_offset: s.first_uncleanable_offset,
+            clean_bytes: s.clean_bytes,
+            cleanable_bytes: s.cleanable_bytes,
+            uncleanable_bytes: log.size_in_bytes().saturating_sub(s.clean_bytes + s.cleanable_bytes),
+            dirty_ratio: s.dirty_ratio,
             min_cleanable_dirty_ratio: config.min_cleanable_dirty_ratio,
-            max_compaction_delay_ms: s.delay,
-            records_to_clean: s.records,
-            passes_needed: if capacity == 0 { 0 } else { s.records.div_ceil(capacity) },
+            max_compaction_delay_ms: s.max_compaction_delay_ms,
+            records_to_clean: s.records_to_clean,
+            passes_needed: if capacity == 0 { 0 } else { s.records_to_clean.div_ceil(capacity) },
             map_capacity: capacity,
             last_clean_ms: last.as_ref().map(|l| l.time_ms),
             last_clean_range: last.as_ref().map(|l| (l.first_dirty_offset, l.end_offset)),

@@ -18,69 +18,11 @@ use std::sync::Arc;
 
 use super::compact::{CompactOptions, CompactResult};
 use super::compactor::Compactor;
-use super::log_to_clean::{cleanable_offsets, max_compaction_delay, LogToClean};
+pub use super::inspection::SkipReason;
+use super::log_to_clean::{cleanable_offsets, LogToClean};
 use crate::checkpoint::cleaner_checkpoint::{read_cleaner_checkpoint, update_cleaner_checkpoint};
 use crate::error::Result;
 use crate::log::unified_log::UnifiedLog;
-
-/// Why a dirty-section clean did not run. Its `Display` starts with the reason's name
-/// ([`SkipReason::name`]), then the numbers behind it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SkipReason {
-    /// `cleanup.policy` lacks `compact`: Kafka's cleaner never compacts such a log.
-    DeletePolicy {
-        /// The policy, as Kafka prints it.
-        policy: String,
-    },
-    /// Nothing between the first dirty offset and the first uncleanable offset.
-    NothingDirty {
-        /// Where the dirty section starts.
-        first_dirty_offset: i64,
-        /// Where the cleanable range ends.
-        first_uncleanable_offset: i64,
-    },
-    /// The dirty ratio is not above `min.cleanable.dirty.ratio` and no segment is past
-    /// `max.compaction.lag.ms`.
-    BelowMinCleanableRatio {
-        /// Cleanable bytes over clean + cleanable bytes.
-        ratio: f64,
-        /// The topic's `min.cleanable.dirty.ratio`.
-        min_ratio: f64,
-    },
-}
-
-impl SkipReason {
-    /// The reason's name, the start of its text: `delete policy`, `nothing dirty` or `below
-    /// min.cleanable.dirty.ratio`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            SkipReason::DeletePolicy { .. } => "delete policy",
-            SkipReason::NothingDirty { .. } => "nothing dirty",
-            SkipReason::BelowMinCleanableRatio { .. } => "below min.cleanable.dirty.ratio",
-        }
-    }
-}
-
-impl std::fmt::Display for SkipReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let name = self.name();
-        match self {
-            SkipReason::DeletePolicy { policy } => {
-                write!(f, "{name}: cleanup.policy={policy} does not contain compact; Kafka's cleaner leaves it alone")
-            }
-            SkipReason::NothingDirty { first_dirty_offset, first_uncleanable_offset } => write!(
-                f,
-                "{name}: no cleanable segment from the first dirty offset {first_dirty_offset} to the first \
-                 uncleanable offset {first_uncleanable_offset} (roll to make the active segment cleanable)"
-            ),
-            SkipReason::BelowMinCleanableRatio { ratio, min_ratio } => write!(
-                f,
-                "{name}: dirty ratio {ratio:.4} is not above min.cleanable.dirty.ratio {min_ratio} (pass \
-                 min.cleanable.dirty.ratio=0 to clean whatever is dirty)"
-            ),
-        }
-    }
-}
 
 /// What [`compact_dirty`] did.
 #[derive(Debug)]
@@ -136,18 +78,8 @@ pub fn compact_dirty(compactor: &Compactor, log: &Arc<UnifiedLog>, now_ms: Optio
     outcome.first_uncleanable_offset = to_clean.first_uncleanable_offset;
     outcome.cleanable_ratio = to_clean.cleanable_ratio;
     let mut new_entry = offsets.force_update_checkpoint.then_some(offsets.first_dirty_offset);
-    if to_clean.cleanable_bytes == 0 || to_clean.first_dirty_offset >= to_clean.first_uncleanable_offset {
-        outcome.skipped = Some(SkipReason::NothingDirty {
-            first_dirty_offset: to_clean.first_dirty_offset,
-            first_uncleanable_offset: to_clean.first_uncleanable_offset,
-        });
-    } else if to_clean.cleanable_ratio <= config.min_cleanable_dirty_ratio
-        && max_compaction_delay(log, to_clean.first_dirty_offset, now)? == 0
-    {
-        outcome.skipped = Some(SkipReason::BelowMinCleanableRatio {
-            ratio: to_clean.cleanable_ratio,
-            min_ratio: config.min_cleanable_dirty_ratio,
-        });
+    if let Some(skip) = super::inspection::skip_reason(log, &to_clean, now)? {
+        outcome.skipped = Some(skip);
     } else {
         let options = CompactOptions { first_dirty_offset: Some(offsets.first_dirty_offset), now_ms: Some(now) };
         let result = compactor.compact(log, &options, false)?;

@@ -80,6 +80,10 @@ pub struct OffsetsToClean {
     pub first_uncleanable_dirty_offset: i64,
     /// The checkpoint was outside the log and must be rewritten to `first_dirty_offset`.
     pub force_update_checkpoint: bool,
+    /// The first dirty segment `min.compaction.lag.ms` holds back, when one does: its base
+    /// offset and largest timestamp (it becomes cleanable once the clock passes that timestamp
+    /// plus the lag).
+    pub lag_held_segment: Option<(i64, i64)>,
 }
 
 /// Kafka's `LogCleanerManager.cleanableOffsets`: the first dirty offset is the checkpoint
@@ -115,10 +119,13 @@ pub fn cleanable_offsets(log: &UnifiedLog, last_clean_offset: Option<i64>, now: 
     if let Some(active) = log.active_segment() {
         uncleanable = uncleanable.min(active.base_offset());
     }
+    let mut lag_held_segment = None;
     if min_lag > 0 {
         for segment in log.non_active_log_segments_from(first_dirty_offset) {
-            if segment.largest_timestamp()? > now.saturating_sub(min_lag) {
+            let largest = segment.largest_timestamp()?;
+            if largest > now.saturating_sub(min_lag) {
                 uncleanable = uncleanable.min(segment.base_offset());
+                lag_held_segment = Some((segment.base_offset(), largest));
                 break;
             }
         }
@@ -127,20 +134,28 @@ pub fn cleanable_offsets(log: &UnifiedLog, last_clean_offset: Option<i64>, now: 
         first_dirty_offset,
         first_uncleanable_dirty_offset: first_dirty_offset.max(uncleanable),
         force_update_checkpoint,
+        lag_held_segment,
     })
 }
 
 /// Kafka's `maxCompactionDelay`: how long past `max.compaction.lag.ms` the oldest dirty
 /// non-active segment's first batch is (0 when none is overdue).
 pub fn max_compaction_delay(log: &UnifiedLog, first_dirty_offset: i64, now: i64) -> crate::Result<i64> {
-    let mut earliest = i64::MAX;
+    let earliest = earliest_dirty_timestamp(log, first_dirty_offset)?.unwrap_or(i64::MAX);
+    let clean_until = now.saturating_sub(log.config().max_compaction_lag_ms.max(0));
+    Ok(if earliest < clean_until { clean_until - earliest } else { 0 })
+}
+
+/// The earliest positive first-batch timestamp of the dirty non-active segments (what
+/// `max.compaction.lag.ms` is counted from), None when there is none.
+pub fn earliest_dirty_timestamp(log: &UnifiedLog, first_dirty_offset: i64) -> crate::Result<Option<i64>> {
+    let mut earliest = None;
     for segment in log.non_active_log_segments_from(first_dirty_offset) {
         if let Some(ts) = segment.first_batch_timestamp()? {
-            if ts > 0 {
-                earliest = earliest.min(ts);
+            if ts > 0 && earliest.is_none_or(|e| ts < e) {
+                earliest = Some(ts);
             }
         }
     }
-    let clean_until = now.saturating_sub(log.config().max_compaction_lag_ms.max(0));
-    Ok(if earliest < clean_until { clean_until - earliest } else { 0 })
+    Ok(earliest)
 }

@@ -17,7 +17,9 @@
 //! - [`log_cleaner_manager`]: per-partition cleaning states, the filthiest log, the
 //!   `cleaner-offset-checkpoint` files, uncleanable partitions (Kafka's `LogCleanerManager`);
 //! - [`log_cleaner`]: the cleaner threads, on-demand compaction, the gauges (`LogCleaner`);
-//! - [`cleaner_status`]: the per-partition compaction picture.
+//! - [`cleaner_status`]: the per-partition compaction picture;
+//! - [`inspection`]: a read-only look at one log through the cleaner's rules (sections, whether
+//!   it would be cleaned and why not, tombstones and their horizons), for tools.
 
 #[allow(clippy::module_inception)] // Kafka names the class Cleaner inside its cleaner package.
 pub mod cleaner;
@@ -27,6 +29,7 @@ pub mod compact;
 pub mod compactor;
 pub mod dirty_clean;
 pub mod filter;
+pub mod inspection;
 mod io_buffers;
 pub mod log_cleaner;
 pub mod log_cleaner_manager;

@@ -40,7 +40,7 @@ pub use cleaning::CleaningGuard;
 pub use committed::CommittedFilter;
 pub use epochs::OffsetAndEpoch;
 pub use producers::ActiveProducer;
-pub use retention::{DeletedSegment, RetentionOptions, RetentionReason, RetentionResult};
+pub use retention::{DeletedSegment, RetentionOptions, RetentionPlan, RetentionReason, RetentionResult};
 
 /// `ListOffsets` special timestamp: the log start offset.
 pub const EARLIEST_TIMESTAMP: i64 = -2;

@@ -79,6 +79,11 @@ impl PyUnifiedLog {
     pub(crate) fn new_managed(inner: Arc<UnifiedLog>) -> Self {
         PyUnifiedLog { inner, managed: true }
     }
+
+    /// The engine's log (for the bindings' module functions).
+    pub(crate) fn inner(&self) -> &Arc<UnifiedLog> {
+        &self.inner
+    }
 }
 
 #[pymethods]

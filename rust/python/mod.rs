@@ -11,8 +11,10 @@ mod cleaner;
 mod cleaner_status;
 mod decode;
 mod discovery;
+mod dump;
 mod errors;
 mod fault;
+mod inspect;
 mod log;
 mod logging;
 mod manager;
@@ -67,6 +69,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<logging::LoggingState>()?;
     m.add_class::<buffer::OwnedBuffer>()?;
     m.add_function(wrap_pyfunction!(decode_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(dump::dump_crc32c, m)?)?;
+    m.add_function(wrap_pyfunction!(dump::dump_batch_records, m)?)?;
     m.add_function(wrap_pyfunction!(arrow_append::partitions_for_keys, m)?)?;
     m.add_function(wrap_pyfunction!(batches::build_batch, m)?)?;
     m.add_function(wrap_pyfunction!(batches::end_txn_marker, m)?)?;
@@ -87,6 +91,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(discovery::probe_log_dir_lock, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::on_demand_cleaner_config, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::validate_topic_config, m)?)?;
+    m.add_class::<inspect::CleanableSections>()?;
+    m.add_class::<inspect::SegmentTombstones>()?;
+    m.add_class::<inspect::RetentionPlan>()?;
+    m.add_function(wrap_pyfunction!(inspect::cleaner_sections, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect::tombstones, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect::retention_plan, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -24,7 +24,10 @@ SEQUENCES = [
     "DecodedRecord", "EpochEntry", "CleanOutcome", "DirRecoveryProgress", "DirLoadSummary", "LogDirInfo",
 ]
 #: Result classes that were frozen dataclasses (or a pyclass): compared with their own class only.
-RECORDS = ["ConsumerRecord", "CleanerStats", "CleanPass", "CompactResult", "CleanerStatus", "AbortedTransaction"]
+RECORDS = [
+    "ConsumerRecord", "CleanerStats", "CleanPass", "CompactResult", "CleanerStatus", "AbortedTransaction",
+    "CleanableSections", "SegmentTombstones", "RetentionPlan",
+]
 
 COMPACTED = {"cleanup.policy": "compact", "internal.segment.bytes": 400, "min.cleanable.dirty.ratio": 0.01}
 
@@ -43,6 +46,7 @@ def results_of_a_log(tmp_path: Path) -> list[Any]:
         compacted = log.compact_now(time_ms=10_000, dedupe_buffer_size=1 << 16)
         out += [compacted, compacted.passes[0], compacted.stats]
         log.delete_records(log.segments[1].base_offset)
+        out += [log.cleaner_sections(time_ms=10_000), log.tombstones(time_ms=10_000)[0], log.retention_plan()]
         retention = log.delete_old_segments()
         out += [retention, retention.deleted[0]]
     return out

@@ -167,28 +167,40 @@ def _locked(path: str) -> bool:
     return False
 
 
-def test_arrow_sink_releases_each_partition_after_a_flush_and_starts_at_its_turn(tmp_path) -> None:
-    """Between flushes the Arrow sink holds no partition (so the other tasks of a job can
-    append), and a sink whose turn is 1 appends to partition 1 first; the row sink (the
-    bench's baseline) keeps what it locked until the task ends."""
-    from kafkalog.spark.sink import RowTaskSink, TaskSink
+def test_arrow_sink_releases_a_partition_after_a_flush_when_reopening_is_cheap(tmp_path, monkeypatch) -> None:
+    """Between flushes the Arrow sink releases each partition it appended a MiB or more to,
+    while its active segment is small (so the other tasks of a job can append), and a sink
+    whose turn is 1 appends to partition 1 first. A small append, or a big active segment
+    (costly to recover at the next open), keeps the partition held until the task ends; the
+    row sink (the bench's baseline) keeps every partition it locked."""
+    from kafkalog.spark import sink as sink_module
+    from kafkalog.spark.sink import RELEASE_MIN_BYTES, RowTaskSink, TaskSink
     from kafkalog.spark.write_options import parse_write_options
 
-    opts = parse_write_options({"path": str(tmp_path), "topic": "t", "partitions": "2"})
-    sink = TaskSink(opts, flush_bytes=1, turn=1)
+    opts = parse_write_options({"path": str(tmp_path), "topic": "t", "partitions": "3"})
     rows = _two_partition_rows()
-    sink.add(("t", 0), rows, rows.num_rows, rows.nbytes)
-    sink.add(("t", 1), rows, rows.num_rows, rows.nbytes)
+    sink = TaskSink(opts, flush_bytes=1, turn=1)
+    sink.add(("t", 0), rows, rows.num_rows, RELEASE_MIN_BYTES)
+    sink.add(("t", 1), rows, rows.num_rows, RELEASE_MIN_BYTES)
+    sink.add(("t", 2), rows, rows.num_rows, RELEASE_MIN_BYTES - 1)
     sink.maybe_flush()
-    assert list(sink.appended) == [("t", 1), ("t", 0)]
+    assert list(sink.appended) == [("t", 1), ("t", 2), ("t", 0)]
     assert not sink.pending
-    assert not any(_locked(str(tmp_path / f"t-{p}")) for p in (0, 1))
-    assert [(a.partition, a.first_offset, a.last_offset) for a in sink.finish()] == [(0, 0, 9), (1, 0, 9)]
+    assert [_locked(str(tmp_path / f"t-{p}")) for p in (0, 1, 2)] == [False, False, True]
+    assert [(a.partition, a.first_offset, a.last_offset) for a in sink.finish()] == [(0, 0, 9), (1, 0, 9), (2, 0, 9)]
+    assert not _locked(str(tmp_path / "t-2"))
+
+    monkeypatch.setattr(sink_module, "REOPEN_MAX_BYTES", 0)  # every active segment is now "big"
+    sink = TaskSink(opts, flush_bytes=1)
+    sink.add(("t", 0), rows, rows.num_rows, RELEASE_MIN_BYTES)
+    sink.maybe_flush()
+    assert _locked(str(tmp_path / "t-0"))
+    sink.finish()
 
     rows_sink = RowTaskSink(opts)
     rows_sink.flush_bytes = 1
     records = [(b"k", b"v", [], None)] * 3
-    rows_sink.add(("t", 0), records, len(records), 300)
+    rows_sink.add(("t", 0), records, len(records), RELEASE_MIN_BYTES)
     rows_sink.maybe_flush()
     assert _locked(str(tmp_path / "t-0"))
     rows_sink.finish()

@@ -35,7 +35,7 @@ EXIT_PROBLEMS = 1
 EXIT_USAGE = 2
 
 #: The command modules of this package, in ``--help`` order.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("dump", "stats", "maintain")
 
 _EPILOG = """examples:
   kafkalog dump --files /var/lib/kafka/data/orders-0/00000000000000000000.log --print-data-log

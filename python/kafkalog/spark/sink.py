@@ -3,14 +3,15 @@
 Locking: a writable :class:`kafkalog.UnifiedLog` holds an exclusive ``flock`` on its partition
 directory (``DirLock`` in ``rust/util/file.rs``), so two tasks (or a task and any other kafkalog
 writer) never interleave appends in one partition. Once :data:`FLUSH_BYTES` are buffered, a
-task appends to each partition it can lock without waiting and releases it (closes the log)
-right after, so the tasks of a job share the partitions instead of the first one to flush
-holding them all until it ends; each task starts at its own turn of the partitions (its task
-index), so two tasks seldom try the same partition first. A partition another task holds stays
-buffered. When the buffer grows past twice that, and at the end of the task, the task takes
-the remaining partitions one at a time, waiting for each lock: a task never waits while holding
-a lock, so tasks cannot deadlock. Records of one partition are appended in input order. No
-pyspark import.
+task appends to each partition it can lock without waiting, starting at its own turn of the
+partitions (its task index, so two tasks seldom try the same one first); a partition another
+task holds stays buffered. After such an append the task releases the partition (closes the
+log), so the other tasks of the job can append to it before this task ends, when that is cheap
+(:meth:`TaskSink.release_is_cheap`); otherwise it keeps the log open until the task ends. When
+the buffer grows past twice that, and at the end of the task, the task closes every log it
+holds and takes the remaining partitions one at a time, waiting for each lock: a task never
+waits while holding a lock, so tasks cannot deadlock. Records of one partition are appended in
+input order. No pyspark import.
 
 :class:`TaskSink` buffers Arrow record batches (columns ``key``, ``value``, ``headers``) and
 appends them with :meth:`kafkalog.UnifiedLog.append_arrow`: no Python object per record.
@@ -41,8 +42,14 @@ __all__ = ["PartitionAppend", "TaskSink", "RowTaskSink"]
 #: smaller to fit max.message.bytes and the segment size (see :mod:`.batch_limits`).
 BATCH_BYTES = 1 << 20
 #: Buffered bytes after which a task tries to append; past twice that it waits for locks.
-#: Each try opens and closes the logs it appends to (a close flushes), so this is large.
 FLUSH_BYTES = 64 << 20
+#: A partition is released after an append of at least this many bytes (a release is a close,
+#: which flushes the log: smaller appends keep it open) ...
+RELEASE_MIN_BYTES = 1 << 20
+#: ... when its active segment is at most this big: the next open of a log opened alone
+#: recovers its active segment (it has no clean-shutdown mark, as in Kafka's LogLoader), about
+#: 25 ms for 64 MiB.
+REOPEN_MAX_BYTES = 64 << 20
 
 _TP = tuple[str, int]
 #: What the native append takes: (key, value, [(header key, header value)], timestamp or None).
@@ -116,8 +123,8 @@ class TaskSink:
     """Buffers one task's Arrow rows per partition and appends them with ``append_arrow`` (see
     the module doc). Not thread-safe; one per task."""
 
-    #: Whether a try that does not wait releases each partition right after appending to it
-    #: (the row sink, the bench's baseline, keeps what it locked until the task ends).
+    #: Whether a try that does not wait may release a partition after appending to it (the row
+    #: sink, the bench's baseline, keeps what it locked until the task ends).
     release_after_append = True
 
     def __init__(
@@ -191,10 +198,20 @@ class TaskSink:
         info = log.append_arrow(table, compression=self.opts.compression, batch_size=self._batch_size())
         return info.first_offset, info.last_offset
 
-    def _append(self, log: UnifiedLog, tp: _TP) -> None:
+    def release_is_cheap(self, log: UnifiedLog, appended: int) -> bool:
+        """Whether to release ``log`` after a try appended ``appended`` bytes to it: see
+        :data:`RELEASE_MIN_BYTES` and :data:`REOPEN_MAX_BYTES`."""
+        if not self.release_after_append or appended < RELEASE_MIN_BYTES:
+            return False
+        segments = log.segments
+        return not segments or segments[-1].size <= REOPEN_MAX_BYTES
+
+    def _append(self, log: UnifiedLog, tp: _TP) -> int:
+        """Appends what is buffered for ``tp``; returns its size (as buffered)."""
         chunks = self.pending.pop(tp)
         rows = self.pending_rows.pop(tp)
-        self.pending_bytes -= self.pending_sizes.pop(tp)
+        size = self.pending_sizes.pop(tp)
+        self.pending_bytes -= size
         first, last = self._write(log, chunks)
         seen = self.appended.get(tp)
         if seen is None:
@@ -202,6 +219,7 @@ class TaskSink:
         else:
             seen[1] = last
             seen[2] += rows
+        return size
 
     def _drain(self, *, wait: bool) -> None:
         if not wait:
@@ -213,13 +231,11 @@ class TaskSink:
                     log = open_writable(self.partitions_of(tp[0])[tp[1]], self.opts, wait=False)
                     if log is None:
                         continue
-                    if not self.release_after_append:
-                        self.open_logs[tp] = log
-                try:
-                    self._append(log, tp)
-                finally:
-                    if self.release_after_append:
-                        log.close()
+                    self.open_logs[tp] = log
+                appended = self._append(log, tp)
+                if self.release_is_cheap(log, appended):
+                    del self.open_logs[tp]
+                    log.close()
             return
         if not self.pending:
             return

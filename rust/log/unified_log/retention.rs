@@ -73,6 +73,90 @@ pub struct RetentionOptions {
     pub cap_future_timestamps: bool,
 }
 
+/// One of Kafka's three retention checks, applied segment by segment, oldest first (the
+/// `retention.bytes` check counts down the bytes still over the limit). Not thread-safe: one
+/// walk's state.
+struct BreachCheck {
+    reason: RetentionReason,
+    now: i64,
+    log_start: i64,
+    retention_ms: i64,
+    size_over: i64,
+    cap_future_timestamps: bool,
+}
+
+impl BreachCheck {
+    /// The check for `reason` on a log of `size` bytes, or None when it cannot delete anything
+    /// (`retention.bytes` not exceeded or unlimited, `retention.ms` unlimited).
+    fn new(
+        reason: RetentionReason,
+        config: &crate::config::LogConfig,
+        now: i64,
+        log_start: i64,
+        size: i64,
+        options: RetentionOptions,
+    ) -> Option<Self> {
+        let size_over = match reason {
+            RetentionReason::RetentionSizeBreach => {
+                if config.retention_bytes < 0 || size < config.retention_bytes {
+                    return None;
+                }
+                size - config.retention_bytes
+            }
+            RetentionReason::RetentionMsBreach if config.retention_ms < 0 => return None,
+            _ => 0,
+        };
+        Some(BreachCheck {
+            reason,
+            now,
+            log_start,
+            retention_ms: config.retention_ms,
+            size_over,
+            cap_future_timestamps: options.cap_future_timestamps,
+        })
+    }
+
+    /// The largest timestamp `retention.ms` judges `segment` by.
+    fn judged_timestamp(&self, segment: &LogSegment) -> Result<i64> {
+        let largest = segment.largest_timestamp()?;
+        if largest > self.now && self.cap_future_timestamps {
+            return segment.last_modified();
+        }
+        Ok(largest)
+    }
+
+    fn breached(&mut self, segment: &LogSegment, next: Option<&Arc<LogSegment>>) -> Result<bool> {
+        Ok(match self.reason {
+            RetentionReason::LogStartOffsetBreach => next.is_some_and(|n| n.base_offset() <= self.log_start),
+            RetentionReason::RetentionSizeBreach => {
+                let fits = self.size_over - segment.size() as i64 >= 0;
+                if fits {
+                    self.size_over -= segment.size() as i64;
+                }
+                fits
+            }
+            RetentionReason::RetentionMsBreach => self.now - self.judged_timestamp(segment)? > self.retention_ms,
+        })
+    }
+}
+
+/// What retention would delete at a given time, without deleting anything (a dry run of
+/// [`UnifiedLog::delete_old_segments`], for tools). A plain value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionPlan {
+    /// The segments the run would delete, oldest first, each with the check that takes it.
+    pub would_delete: Vec<DeletedSegment>,
+    /// The run's future-timestamp warnings.
+    pub warnings: Vec<String>,
+    /// The log start offset after the run.
+    pub log_start_offset: i64,
+    /// The next segment `retention.ms` will delete, and from when (ms): the oldest segment the
+    /// run keeps, once its largest timestamp is older than `retention.ms`. None without `delete`
+    /// in `cleanup.policy`, with `retention.ms=-1`, or with nothing but an empty active segment
+    /// left.
+    pub next_expiry: Option<(i64, i64)>,
+}
+
 impl UnifiedLog {
     /// Deletes the segments retention allows (Kafka's `deleteOldSegments`): with `delete` in
     /// `cleanup.policy`, the log-start, `retention.bytes` and `retention.ms` checks in that
@@ -110,7 +194,18 @@ impl UnifiedLog {
     /// the segment where its walk stops).
     fn warn_future_timestamps(&self, options: RetentionOptions, result: &mut RetentionResult) -> Result<()> {
         let now = self.local.clock().milliseconds();
-        for segment in self.local.segments().values() {
+        self.future_timestamp_warnings(now, 0, options, &mut result.warnings)
+    }
+
+    /// [`UnifiedLog::warn_future_timestamps`] at `now`, for the segments from the `skip`-th.
+    fn future_timestamp_warnings(
+        &self,
+        now: i64,
+        skip: usize,
+        options: RetentionOptions,
+        warnings: &mut Vec<String>,
+    ) -> Result<()> {
+        for segment in self.local.segments().values().iter().skip(skip) {
             let largest = segment.largest_timestamp()?;
             if largest > now {
                 let consequence = if options.cap_future_timestamps {
@@ -118,7 +213,7 @@ impl UnifiedLog {
                 } else {
                     "retention.ms cannot delete it, or any segment after it, until then"
                 };
-                result.warnings.push(format!(
+                warnings.push(format!(
                     "segment {} of {} contains future timestamps (largest {largest}, {} ms ahead); {consequence}",
                     segment.base_offset(),
                     self.topic_partition,
@@ -137,38 +232,12 @@ impl UnifiedLog {
     ) -> Result<()> {
         let config = self.config();
         let now = self.local.clock().milliseconds();
-        let log_start = self.log_start_offset();
-        let mut size_over = match reason {
-            RetentionReason::RetentionSizeBreach => {
-                let size = self.size_in_bytes() as i64;
-                if config.retention_bytes < 0 || size < config.retention_bytes {
-                    return Ok(());
-                }
-                size - config.retention_bytes
-            }
-            RetentionReason::RetentionMsBreach if config.retention_ms < 0 => return Ok(()),
-            _ => 0,
+        let size = self.size_in_bytes() as i64;
+        let Some(mut check) = BreachCheck::new(reason, &config, now, self.log_start_offset(), size, options) else {
+            return Ok(());
         };
-        let mut predicate = |segment: &LogSegment, next: Option<&Arc<LogSegment>>| -> Result<bool> {
-            Ok(match reason {
-                RetentionReason::LogStartOffsetBreach => next.is_some_and(|n| n.base_offset() <= log_start),
-                RetentionReason::RetentionSizeBreach => {
-                    let fits = size_over - segment.size() as i64 >= 0;
-                    if fits {
-                        size_over -= segment.size() as i64;
-                    }
-                    fits
-                }
-                RetentionReason::RetentionMsBreach => {
-                    let mut largest = segment.largest_timestamp()?;
-                    if largest > now && options.cap_future_timestamps {
-                        largest = segment.last_modified()?;
-                    }
-                    now - largest > config.retention_ms
-                }
-            })
-        };
-        let deletable = self.deletable_segments(&mut predicate)?;
+        let mut predicate = |segment: &LogSegment, next: Option<&Arc<LogSegment>>| check.breached(segment, next);
+        let deletable = self.deletable_segments(0, &mut predicate)?;
         if deletable.is_empty() {
             return Ok(());
         }
@@ -247,17 +316,73 @@ impl UnifiedLog {
         Ok(())
     }
 
+    /// What [`UnifiedLog::delete_old_segments_with`] would delete at `now` with the log start at
+    /// `log_start` (a tool reading a stopped broker's dir passes its `log-start-offset-checkpoint`
+    /// entry), without deleting: each check runs on the segments the earlier ones leave, as the
+    /// real run does. Reads only (works on a read-only open).
+    ///
+    /// # Errors
+    /// I/O errors reading segment timestamps.
+    pub fn retention_plan(&self, now: i64, log_start: i64, options: RetentionOptions) -> Result<RetentionPlan> {
+        self.check_open()?;
+        let config = self.config();
+        let log_start = self.log_start_offset().max(log_start);
+        let mut plan = RetentionPlan { log_start_offset: log_start, ..RetentionPlan::default() };
+        let mut reasons = vec![RetentionReason::LogStartOffsetBreach];
+        if config.delete() {
+            reasons.extend([RetentionReason::RetentionSizeBreach, RetentionReason::RetentionMsBreach]);
+        }
+        let (mut skip, mut size) = (0usize, self.size_in_bytes() as i64);
+        for reason in reasons {
+            if reason == RetentionReason::RetentionMsBreach && config.retention_ms >= 0 {
+                self.future_timestamp_warnings(now, skip, options, &mut plan.warnings)?;
+            }
+            let Some(mut check) = BreachCheck::new(reason, &config, now, log_start, size, options) else { continue };
+            let mut predicate = |segment: &LogSegment, next: Option<&Arc<LogSegment>>| check.breached(segment, next);
+            for (segment, next_offset) in self.deletable_segments(skip, &mut predicate)? {
+                size -= segment.size() as i64;
+                skip += 1;
+                plan.would_delete.push(DeletedSegment {
+                    base_offset: segment.base_offset(),
+                    next_offset,
+                    size: segment.size(),
+                    largest_timestamp: segment.largest_timestamp()?,
+                    reason,
+                });
+            }
+        }
+        let segments = self.local.segments().values();
+        let high_watermark = self.high_watermark();
+        if let Some(last) = plan.would_delete.last() {
+            plan.log_start_offset = plan.log_start_offset.max(last.next_offset.min(high_watermark));
+        }
+        let kept = segments.get(skip).filter(|s| !(skip + 1 == segments.len() && s.size() == 0));
+        if let (Some(segment), true) = (kept, config.delete() && config.retention_ms >= 0) {
+            let check = BreachCheck::new(RetentionReason::RetentionMsBreach, &config, now, log_start, size, options);
+            if let Some(check) = check {
+                let at = check.judged_timestamp(segment)?.saturating_add(config.retention_ms).saturating_add(1);
+                plan.next_expiry = Some((segment.base_offset(), at));
+            }
+        }
+        Ok(plan)
+    }
+
     /// Kafka's `deletableSegments`: oldest first, while the predicate holds, never a segment
     /// reaching past the high watermark, never an empty last segment. Each comes with the
-    /// offset after it.
-    fn deletable_segments(&self, predicate: &mut SegmentPredicate<'_>) -> Result<Vec<(Arc<LogSegment>, i64)>> {
+    /// offset after it. The first `skip` segments are taken as gone already (a dry run's
+    /// earlier checks).
+    fn deletable_segments(
+        &self,
+        skip: usize,
+        predicate: &mut SegmentPredicate<'_>,
+    ) -> Result<Vec<(Arc<LogSegment>, i64)>> {
         let segments = self.local.segments().values();
         let (high_watermark, log_end) = {
             let o = self.offsets.read();
             (o.high_watermark, o.log_end)
         };
         let mut out = Vec::new();
-        for (i, segment) in segments.iter().enumerate() {
+        for (i, segment) in segments.iter().enumerate().skip(skip) {
             let next = segments.get(i + 1);
             let upper_bound = next.map_or(log_end, |n| n.base_offset());
             let last_and_empty = next.is_none() && segment.size() == 0;
