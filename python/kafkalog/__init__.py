@@ -32,7 +32,17 @@ from .exceptions import (
     RecordBatchTooLargeError,
 )
 from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, UnifiedLog
-from .manager import CleanerStatus, CleanOutcome, DirLoadSummary, DirRecoveryProgress, LogDirInfo, LogManager
+from .manager import (
+    CleanerStatus,
+    CleanOutcome,
+    DirLoadSummary,
+    DirRecoveryProgress,
+    Gauge,
+    LogDirInfo,
+    LogManager,
+    MetricsSnapshot,
+    Progress,
+)
 from .records import (
     AbortedTransaction,
     ActiveProducer,
@@ -70,6 +80,9 @@ __all__ = [
     "LogManager",
     "LogDirInfo",
     "DirLoadSummary",
+    "Gauge",
+    "MetricsSnapshot",
+    "Progress",
     "DirRecoveryProgress",
     "CleanerStatus",
     "CleanOutcome",

@@ -116,3 +116,10 @@ def mapping(name: str, value: Any) -> Mapping[Any, Any]:
     if not isinstance(value, Mapping):
         raise InvalidArgumentTypeError(f"{name} must be a mapping of keys to values, not {type(value).__name__} ({value!r:.80})")
     return value
+
+
+def progress_callback(name: str, value: Any) -> Any:
+    """A progress callback: None or a callable (called with one ``kafkalog.Progress``)."""
+    if value is not None and not callable(value):
+        raise InvalidArgumentTypeError(f"{name} must be a callable or None, not {type(value).__name__}")
+    return value

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from . import _arguments as arg
 from . import _native
+from ._native import Progress
 from .arrow import KAFKA_SCHEMA, columns_to_record_batch
 from .arrow_write import ArrowData, record_batch_capsules
 from .cleaner import CleanableSections, CompactResult, DirtyCompactResult, SegmentTombstones
@@ -311,6 +312,7 @@ class UnifiedLog:
         first_dirty_offset: int | None = None,
         time_ms: int | None = None,
         ignore_cleanup_policy: bool = False,
+        on_progress: Callable[[Progress], None] | None = None,
     ) -> CompactResult:
         """Compacts the log now (Kafka's cleaner, on demand): keeps the latest record of every
         key below the first uncleanable offset, in as many passes as the offset map needs.
@@ -340,7 +342,13 @@ class UnifiedLog:
 
         The offset map (``dedupe_buffer_size`` bytes) stays allocated after the call for the
         next on-demand clean in this process, as a cleaner thread keeps its map: at most two
-        idle maps are kept; a call asking for another size allocates its own."""
+        idle maps are kept; a call asking for another size allocates its own.
+
+        ``on_progress``, if given, is called on this thread with a :class:`kafkalog.Progress`
+        per phase of each round (``indexing``, then ``cleaning``, in bytes), as
+        ``LogManager.compact_now`` describes; an exception it raises stops the clean at its
+        next chunk (segments already swapped in stay cleaned, the rest untouched) and
+        propagates once the clean has stopped."""
         if self._log.managed:
             raise IllegalStateError(
                 f"{self} belongs to a LogManager, whose cleaner keeps its cleaner-offset-checkpoint: "
@@ -354,6 +362,7 @@ class UnifiedLog:
             None if first_dirty_offset is None else arg.offset("first_dirty_offset", first_dirty_offset),
             arg.optional_integer("time_ms", time_ms, 0, arg.I64_MAX),
             arg.flag("ignore_cleanup_policy", ignore_cleanup_policy),
+            arg.progress_callback("on_progress", on_progress),
         )
 
     def compact_dirty(
@@ -462,33 +471,64 @@ class UnifiedLog:
         isolation: str = "read_uncommitted",
         *,
         max_chunk_bytes: int = _ARROW_CHUNK_BYTES,
+        on_progress: Callable[[Progress], None] | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Yields pyarrow RecordBatches of Spark's Kafka-source columns for [start, end) (cut to
         what the log holds and to the end of ``isolation``). ``read_committed`` leaves out the
         records of aborted transactions; control records are never included. Bad arguments
-        raise here, before iterating."""
+        raise here, before iterating.
+
+        ``on_progress``, if given, is called with a :class:`kafkalog.Progress` (phase
+        ``reading``, counted in ``offsets`` of the range) after each chunk of at most
+        ``max_chunk_bytes``, on the iterating thread, the last with ``done == total``; the range
+        then ends where the isolation's end offset was when the iteration started. An exception
+        it raises propagates from the iteration."""
         start, end = arg.range_bound("start", start), arg.range_bound("end", end)
         _native.UnifiedLog.check_isolation(arg.string("isolation", isolation, _ISOLATIONS))
         max_chunk_bytes = arg.integer("max_chunk_bytes", max_chunk_bytes, 1, arg.I64_MAX)
-        return self._iter_arrow(start, end, isolation, max_chunk_bytes)
+        progress = arg.progress_callback("on_progress", on_progress)
+        return self._iter_arrow(start, end, isolation, max_chunk_bytes, progress)
 
-    def _iter_arrow(self, start: int | None, end: int | None, isolation: str, max_chunk_bytes: int) -> Iterator[pa.RecordBatch]:
+    def _iter_arrow(
+        self,
+        start: int | None,
+        end: int | None,
+        isolation: str,
+        max_chunk_bytes: int,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
         offset = self.log_start_offset if start is None else start
         stop = arg.I64_MAX if end is None else end
+        first = offset
+        if on_progress is not None:
+            stop = min(stop, self.end_offset(isolation))
+            total = max(0, stop - first)
+            on_progress(Progress("reading", 0, total, "offsets"))
         while True:
             cols = self._log.read_columns(offset, stop, isolation, max_chunk_bytes)
             if cols.rows:
                 yield columns_to_record_batch(cols)
+            done = cols.next_offset <= offset or cols.next_offset >= stop
+            if on_progress is not None and (cols.next_offset > offset or done):
+                reached = total if done else min(total, max(0, cols.next_offset - first))
+                on_progress(Progress("reading", reached, total, "offsets"))
             if cols.next_offset <= offset:
                 return
             offset = cols.next_offset
 
     def to_arrow(
-        self, start: int | None = None, end: int | None = None, isolation: str = "read_uncommitted"
+        self,
+        start: int | None = None,
+        end: int | None = None,
+        isolation: str = "read_uncommitted",
+        *,
+        on_progress: Callable[[Progress], None] | None = None,
     ) -> pa.Table:
         """Reads [start, end) into a pyarrow Table with Spark's Kafka-source columns: key,
-        value, topic, partition, offset, timestamp, timestampType, headers."""
-        return pa.Table.from_batches(list(self.iter_arrow(start, end, isolation)), schema=KAFKA_SCHEMA)
+        value, topic, partition, offset, timestamp, timestampType, headers. ``on_progress``
+        as at :meth:`iter_arrow`."""
+        batches = self.iter_arrow(start, end, isolation, on_progress=on_progress)
+        return pa.Table.from_batches(list(batches), schema=KAFKA_SCHEMA)
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """The first record with timestamp >= ``timestamp``; EARLIEST_TIMESTAMP (-2) gives the

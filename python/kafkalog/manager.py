@@ -29,13 +29,32 @@ from typing import Any
 
 from . import _arguments as arg
 from . import _native
-from ._native import CleanerStatus, CleanOutcome, DirLoadSummary, DirRecoveryProgress, LogDirInfo
+from ._native import (
+    CleanerStatus,
+    CleanOutcome,
+    DirLoadSummary,
+    DirRecoveryProgress,
+    Gauge,
+    LogDirInfo,
+    MetricsSnapshot,
+    Progress,
+)
 from .cleaner import CompactResult
 from .exceptions import InvalidArgumentTypeError
 from .log import UnifiedLog, _config_pairs
 from .records import RetentionResult
 
-__all__ = ["LogManager", "LogDirInfo", "DirLoadSummary", "DirRecoveryProgress", "CleanerStatus", "CleanOutcome"]
+__all__ = [
+    "LogManager",
+    "LogDirInfo",
+    "DirLoadSummary",
+    "DirRecoveryProgress",
+    "CleanerStatus",
+    "CleanOutcome",
+    "Gauge",
+    "MetricsSnapshot",
+    "Progress",
+]
 
 
 def _dirs_value(dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> str:
@@ -167,12 +186,20 @@ class LogManager:
         replication-offset-checkpoint (high watermarks) in every online log dir."""
         self._m.checkpoint()
 
-    def run_retention(self, *, cap_future_timestamps: bool = False) -> dict[tuple[str, int], RetentionResult]:
+    def run_retention(
+        self, *, cap_future_timestamps: bool = False, on_progress: Callable[[Progress], None] | None = None
+    ) -> dict[tuple[str, int], RetentionResult]:
         """Runs retention now on every log whose cleanup.policy is delete only (compacted logs
         are left to the cleaner, as in Kafka) and returns what each deleted and why.
-        ``cap_future_timestamps`` is explained at UnifiedLog.delete_old_segments."""
+        ``cap_future_timestamps`` is explained at UnifiedLog.delete_old_segments.
+
+        ``on_progress``, if given, is called on this thread with a :class:`kafkalog.Progress`
+        (phase ``retention``, counted in ``logs``; the last has ``done == total``), at most
+        every 100 ms but always at the end; the work runs on another thread meanwhile. An
+        exception it raises stops the run before the next log (the logs done stay done; paused
+        cleaning is resumed) and propagates once the run has stopped."""
         cap = arg.flag("cap_future_timestamps", cap_future_timestamps)
-        return self._m.run_retention(cap)
+        return self._m.run_retention(cap, arg.progress_callback("on_progress", on_progress))
 
     def tick(self) -> int:
         """Runs the scheduled tasks that are due; returns the ms until the next one."""
@@ -189,15 +216,26 @@ class LogManager:
 
     # -- log cleaner ------------------------------------------------------------------------
 
-    def compact_now(self, topic: str, partition: int) -> CompactResult:
+    def compact_now(
+        self, topic: str, partition: int, *, on_progress: Callable[[Progress], None] | None = None
+    ) -> CompactResult:
         """Compacts ``topic``-``partition`` now, through the cleaner's own bookkeeping: from its
         ``cleaner-offset-checkpoint`` entry over the whole cleanable range (in as many passes as
         the offset map needs), then the checkpoint moves to where the clean ended. Waits while a
         cleaner thread cleans the partition. Raises IllegalStateError if its cleaning is paused
         (the message says by what) or the partition is unknown, and InvalidConfigError if its
         ``cleanup.policy`` lacks ``compact`` or ``log.cleaner.enable`` is false. A partition
-        marked uncleanable is tried anyway, and cleared on success."""
-        return self._m.compact_now(_topic(topic), arg.partition(partition))
+        marked uncleanable is tried anyway, and cleared on success.
+
+        ``on_progress``, if given, is called on this thread with a :class:`kafkalog.Progress` for
+        each phase of each round of the clean (``indexing``: the dirty segments' bytes mapped;
+        ``cleaning``: the bytes of the segments recopied; each phase's last report has ``done
+        == total``), at most every 100 ms per phase; the clean runs on another thread
+        meanwhile. An exception it raises (or Ctrl-C) stops the clean at its next chunk: the
+        segments already swapped in stay cleaned, the others are untouched, the partition is
+        released, and the exception propagates once the clean has stopped."""
+        progress = arg.progress_callback("on_progress", on_progress)
+        return self._m.compact_now(_topic(topic), arg.partition(partition), progress)
 
     def cleaner_status(self, topic: str | None = None, partition: int | None = None) -> list[CleanerStatus]:
         """The compaction picture of every compacted partition (optionally of one topic or
@@ -213,6 +251,21 @@ class LogManager:
         ``uncleanable-partitions-count`` and ``uncleanable-bytes`` (summed, and per log dir as
         ``<name>,logDirectory=<dir>``), plus ``dead-thread-restarts`` and ``threads``."""
         return dict(self._m.cleaner_metrics())
+
+    def metrics(self) -> MetricsSnapshot:
+        """A snapshot of the gauges Kafka registers for this manager, under Kafka's MBean names
+        (``Gauge.mbean_name``): per log ``kafka.log:type=Log,name=NumLogSegments|LogStartOffset|
+        LogEndOffset|Size,topic=T,partition=P`` (plus ``is-future=true`` for a future log); the
+        manager's ``kafka.log:type=LogManager,name=OfflineLogDirectoryCount``, and per dir
+        ``LogDirectoryOffline,logDirectory=D`` and the recovery gauges ``remainingLogsToRecover,
+        dir=D`` / ``remainingSegmentsToRecover,dir=D,threadNum=0`` (0 once the manager is open;
+        ``on_progress`` shows them during start-up); the cleaner's (unless
+        ``log.cleaner.enable=false``) ``kafka.log:type=LogCleaner,name=max-buffer-utilization-
+        percent|cleaner-recopy-percent|max-clean-time-secs|max-compaction-delay-secs|
+        DeadThreadCount`` and ``kafka.log:type=LogCleanerManager,name=max-dirty-percent|
+        time-since-last-run-ms`` and, per dir, ``uncleanable-partitions-count`` /
+        ``uncleanable-bytes,logDirectory=D``. ``kafkalog.metrics.prometheus_text`` renders it."""
+        return self._m.metrics()
 
     def retry_uncleanable(self, topic: str | None = None, partition: int | None = None) -> list[tuple[str, int]]:
         """Clears the uncleanable mark of the selected partitions (all by default) so the

@@ -21,6 +21,7 @@ use crate::log::unified_log::{CleaningGuard, UnifiedLog};
 use crate::record::records::BatchIter;
 use crate::segment::log_segment::LogSegment;
 use crate::util::clock::SharedClock;
+use crate::util::progress::{Progress, ProgressSink};
 
 /// Sizes and limits of one cleaner thread.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,6 +56,9 @@ pub struct Cleaner {
     bufs: IoBuffers,
     /// What pass 1 learned about the records it mapped, for pass 2.
     mapped: MappedRecords,
+    /// Where each clean reports how far it is, and the rounds reported so far.
+    progress: Option<ProgressSink>,
+    round: u32,
 }
 
 impl std::fmt::Debug for Cleaner {
@@ -94,7 +98,32 @@ impl Cleaner {
         }
         let io = params.io_buffer_size.max(crate::record::batch::RECORD_BATCH_OVERHEAD);
         let bufs = IoBuffers::new(io, params.max_io_buffer_size);
-        Ok(Cleaner { id, map, params, throttler, clock, bufs, mapped: MappedRecords::default() })
+        Ok(Cleaner {
+            id,
+            map,
+            params,
+            throttler,
+            clock,
+            bufs,
+            mapped: MappedRecords::default(),
+            progress: None,
+            round: 0,
+        })
+    }
+
+    /// Reports each clean's progress to `sink` from now on (rounds counted from 1 again): an
+    /// `indexing` phase over the dirty segments' bytes, then a `cleaning` phase over the bytes
+    /// of the segments recopied, per round. Cancelling the sink stops a clean at its next
+    /// chunk with `LogCleaningAborted`.
+    pub fn set_progress(&mut self, sink: Option<ProgressSink>) {
+        self.progress = sink;
+        self.round = 0;
+    }
+
+    fn report(&self, phase: &'static str, done: u64, total: u64) {
+        if let Some(sink) = &self.progress {
+            sink.report(&Progress { phase, done: done.min(total), total, unit: "bytes", round: self.round });
+        }
     }
 
     /// The clock's time now.
@@ -141,9 +170,11 @@ impl Cleaner {
         let log = &*to_clean.log;
         let guard = log.begin_cleaning()?;
         let partition = log.topic_partition().to_string();
+        self.round += 1;
+        let sink = self.progress.clone();
         let check = || -> Result<()> {
             check_done()?;
-            if guard.abort_requested() {
+            if guard.abort_requested() || sink.as_ref().is_some_and(ProgressSink::is_cancelled) {
                 return Err(Error::LogCleaningAborted { partition: partition.clone() });
             }
             Ok(())
@@ -202,8 +233,13 @@ impl Cleaner {
             aborted: &aborted,
         };
         let mut txn = CleanedTransactionMetadata::default();
+        let size = |g: &Vec<Arc<LogSegment>>| g.iter().map(|s| s.size()).sum::<u64>();
+        let (total, mut done) = (groups.iter().map(size).sum::<u64>(), 0);
+        self.report("cleaning", 0, total);
         for group in &groups {
             self.clean_segments(&round, group, &mut stats, &mut txn)?;
+            done += size(group);
+            self.report("cleaning", done, total);
         }
         stats.buffer_utilization = self.map.utilization();
         stats.all_done();
@@ -233,10 +269,15 @@ impl Cleaner {
         let mut txn = CleanedTransactionMetadata::default();
         txn.add_aborted_transactions(&overlapping(aborted, start, end));
         let max_message_bytes = log.config().max_message_bytes.max(0) as usize;
+        let (total, mut done) = (dirty.iter().map(|s| s.size()).sum::<u64>(), 0);
+        self.report("indexing", 0, total);
         for (i, segment) in dirty.iter().enumerate() {
             let next_start = dirty.get(i + 1).map_or(end, |s| s.base_offset());
             check()?;
             let full = self.map_segment(segment, start, next_start, max_message_bytes, &mut txn, stats, check)?;
+            done += segment.size();
+            // A full map ends the phase here: the next round maps the rest.
+            self.report("indexing", if full { total } else { done }, total);
             if full {
                 log::debug!(
                     "Offset map is full, {i} segments fully mapped, segment with base offset {} is partially mapped",

@@ -23,6 +23,7 @@ use crate::config::CleanerConfig;
 use crate::error::{Error, Result};
 use crate::log::unified_log::{check_first_dirty_offset, UnifiedLog};
 use crate::util::clock::SharedClock;
+use crate::util::progress::ProgressSink;
 
 /// How many idle maps the process-wide pool keeps: two concurrent on-demand cleans' worth.
 pub const MAX_IDLE_MAPS: usize = 2;
@@ -125,11 +126,24 @@ impl Compactor {
         options: &CompactOptions,
         ignore_cleanup_policy: bool,
     ) -> Result<CompactResult> {
+        self.compact_with_progress(log, options, ignore_cleanup_policy, None)
+    }
+
+    /// [`Compactor::compact`], reporting each round's progress to `progress` (see
+    /// `Cleaner::set_progress`); cancelling it stops the clean with `LogCleaningAborted`.
+    pub fn compact_with_progress(
+        &self,
+        log: &Arc<UnifiedLog>,
+        options: &CompactOptions,
+        ignore_cleanup_policy: bool,
+        progress: Option<ProgressSink>,
+    ) -> Result<CompactResult> {
         check_compactable(log, ignore_cleanup_policy)?;
         if let Some(offset) = options.first_dirty_offset {
             check_first_dirty_offset(log, offset)?;
         }
         let mut cleaner = self.cleaner()?;
+        cleaner.set_progress(progress);
         let result = compact_log(&mut cleaner, log, options, &|| Ok(()));
         self.pool.give_back(cleaner.into_offset_map());
         result

@@ -38,6 +38,7 @@ use crate::file_names::TopicPartition;
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 use crate::log::unified_log::{RetentionResult, UnifiedLog};
 use crate::util::clock::SharedClock;
+use crate::util::progress::ProgressSink;
 
 /// What the cleaner needs from its owner (Kafka's `LogCleaner` constructor arguments). A plain
 /// value; the source and channel are shared handles.
@@ -412,6 +413,16 @@ impl LogCleaner {
     /// partition; fails if it is paused, not compacted, or unknown. The checkpoint moves to
     /// where the clean ended; a success clears an uncleanable mark.
     pub fn compact_now(&self, tp: &TopicPartition) -> Result<CompactResult> {
+        self.compact_now_with_progress(tp, None)
+    }
+
+    /// [`LogCleaner::compact_now`], reporting the clean's progress to `progress` (see
+    /// `Cleaner::set_progress`); cancelling it stops the clean with `LogCleaningAborted`.
+    pub fn compact_now_with_progress(
+        &self,
+        tp: &TopicPartition,
+        progress: Option<ProgressSink>,
+    ) -> Result<CompactResult> {
         let log = self.core.manager.logs().into_iter().find(|(t, _)| t == tp).map(|(_, l)| l);
         let log = log.ok_or_else(|| Error::illegal_state(format!("no log for partition {tp} to compact")))?;
         let config = log.config();
@@ -423,7 +434,7 @@ impl LogCleaner {
             ));
         }
         self.core.manager.begin_on_demand(tp)?;
-        self.core.compact_on_demand(tp, &log, self.thread_count())
+        self.core.compact_on_demand(tp, &log, self.thread_count(), progress)
     }
 
     /// The last clean stats of every thread (and of `run_once`).
@@ -723,7 +734,13 @@ impl Core {
     }
 
     /// The body of `compact_now` once the partition is marked in progress.
-    fn compact_on_demand(&self, tp: &TopicPartition, log: &Arc<UnifiedLog>, id: usize) -> Result<CompactResult> {
+    fn compact_on_demand(
+        &self,
+        tp: &TopicPartition,
+        log: &Arc<UnifiedLog>,
+        id: usize,
+        progress: Option<ProgressSink>,
+    ) -> Result<CompactResult> {
         let dir = log.log_dir().to_path_buf();
         let config = self.config.read().clone();
         let hook = self.hook.read().clone();
@@ -732,6 +749,7 @@ impl Core {
                 h(tp)?;
             }
             let mut cleaner = self.new_cleaner(id, &config)?;
+            cleaner.set_progress(progress);
             let options = CompactOptions { first_dirty_offset: self.manager.checkpoint_of(log), now_ms: None };
             let check_done = || self.manager.check_cleaning_aborted(tp);
             compact_log(&mut cleaner, log, &options, &check_done)
@@ -747,15 +765,9 @@ impl Core {
         match result {
             Ok(r) => {
                 self.manager.done_cleaning(tp, &dir, r.end_offset)?;
+                // `compact_log` logged each pass's stats block as it finished.
                 for pass in &r.passes {
-                    self.record_stats(
-                        id,
-                        tp,
-                        pass.first_dirty_offset,
-                        pass.end_offset,
-                        &pass.stats,
-                        PreCleanStats::default(),
-                    );
+                    self.manager.record_clean(tp, pass.first_dirty_offset, pass.end_offset, &pass.stats);
                 }
                 if !r.passes.is_empty() {
                     self.manager.record_clean(tp, r.first_dirty_offset, r.end_offset, &r.stats);

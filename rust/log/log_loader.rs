@@ -557,6 +557,7 @@ fn recover_unflushed(
 ) -> Result<()> {
     let from = local.segments().floor_segment(recovery_point).map_or(i64::MIN, |s| s.base_offset());
     let mut pending: std::collections::VecDeque<_> = local.segments().values_range(from, i64::MAX).into();
+    let total = pending.len();
     while let Some(segment) = pending.pop_front() {
         if let Some(progress) = params.progress {
             progress(pending.len() + 1);
@@ -564,7 +565,12 @@ fn recover_unflushed(
         if already.contains(&segment.base_offset()) {
             continue;
         }
-        log::info!("Recovering unflushed segment {} of {}", segment.base_offset(), dir.display());
+        log::info!(
+            "Recovering unflushed segment {}. {}/{total} segments recovered for {}.",
+            segment.base_offset(),
+            total - pending.len() - 1,
+            dir.display()
+        );
         let next_base = pending.front().map_or(i64::MAX, |s| s.base_offset());
         if recover_or_split(&segment, params, local, result)? > 0 {
             let doomed = local.segments().values_range(next_base, i64::MAX);

@@ -23,6 +23,7 @@ use crate::file_names::TopicPartition;
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 use crate::manager::log_manager::LogManager;
 use crate::util::clock::SharedClock;
+use crate::util::progress::ProgressSink;
 
 /// The `log.cleaner.*` keys that [`LogManager::reconfigure_cleaner_props`] accepts (Kafka's
 /// `LogCleaner.RECONFIGURABLE_CONFIGS` without `message.max.bytes`, which here is a topic
@@ -91,8 +92,18 @@ impl LogManager {
     /// cleaner thread that is cleaning it; fails when its cleaning is paused, when it is not
     /// compacted, or when the cleaner is disabled.
     pub fn compact_now(&self, tp: &TopicPartition) -> Result<CompactResult> {
+        self.compact_now_with_progress(tp, None)
+    }
+
+    /// [`LogManager::compact_now`], reporting the clean's progress to `progress`; cancelling
+    /// it stops the clean with `LogCleaningAborted` (the partition is released either way).
+    pub fn compact_now_with_progress(
+        &self,
+        tp: &TopicPartition,
+        progress: Option<ProgressSink>,
+    ) -> Result<CompactResult> {
         let cleaner = self.cleaner_or_err()?;
-        let result = cleaner.compact_now(tp);
+        let result = cleaner.compact_now_with_progress(tp, progress);
         self.inner.process_failures();
         result
     }

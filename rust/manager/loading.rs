@@ -144,6 +144,7 @@ impl Progress {
 
 /// Loads every dir in `dirs` (all online); returns the partitions found per dir and a summary.
 pub fn load_log_dirs(dirs: &[PathBuf], ctx: &LoadContext<'_>) -> Result<Vec<(Vec<LoadedDir>, DirLoadSummary)>> {
+    let started = Instant::now();
     let mut plans = Vec::with_capacity(dirs.len());
     for dir in dirs {
         plans.push(plan_dir(dir));
@@ -179,7 +180,19 @@ pub fn load_log_dirs(dirs: &[PathBuf], ctx: &LoadContext<'_>) -> Result<Vec<(Vec
             .map(|h| h.join().unwrap_or_else(|_| Err(Error::illegal_state("a log loading thread panicked"))))
             .collect()
     });
-    results.into_iter().collect()
+    let results: Vec<(Vec<LoadedDir>, DirLoadSummary)> = results.into_iter().collect::<Result<_>>()?;
+    let unclean: Vec<String> = results
+        .iter()
+        .filter(|(items, s)| !items.is_empty() && !s.had_clean_shutdown)
+        .map(|(_, s)| s.dir.display().to_string())
+        .collect();
+    log::info!(
+        "Loaded {} logs in {}ms{}",
+        results.iter().map(|(_, s)| s.logs_loaded).sum::<usize>(),
+        started.elapsed().as_millis(),
+        if unclean.is_empty() { String::new() } else { format!(" (unclean log dirs = [{}])", unclean.join(", ")) }
+    );
+    Ok(results)
 }
 
 /// A dir's marker, checkpoints and partition directories, read before any log is loaded.
@@ -235,23 +248,14 @@ fn load_dir(
         Err(e) => return Err(e),
     };
     summary.had_clean_shutdown = plan.had_clean_shutdown;
-    if plan.children.is_empty() {
-        log::info!("no logs found to be loaded in {}", dir.display());
-    } else if plan.had_clean_shutdown {
-        log::info!(
-            "skipping recovery of {} logs from {}: clean shutdown file found",
-            plan.children.len(),
-            dir.display()
-        );
-    } else {
-        log::info!("recovering {} logs from {}: no clean shutdown file", plan.children.len(), dir.display());
-    }
+    log_load_start(dir, &plan);
     let next = AtomicUsize::new(0);
+    let completed = AtomicUsize::new(0);
     let out = Mutex::new((Vec::new(), summary, None::<Error>));
     let threads = ctx.threads_per_dir.max(1).min(plan.children.len().max(1));
     std::thread::scope(|scope| {
         for thread in 0..threads {
-            let (next, out, plan, progress) = (&next, &out, &plan, progress);
+            let (next, completed, out, plan, progress) = (&next, &completed, &out, &plan, progress);
             let name = format!("log-recovery-{}-{thread}", dir.display());
             let work = move || loop {
                 let i = next.fetch_add(1, Ordering::AcqRel);
@@ -276,7 +280,10 @@ fn load_dir(
                         }
                     });
                 };
+                let started = Instant::now();
                 let loaded = load_partition(path, tp, *kind, plan, ctx, on_segments.clone(), &waiting);
+                let done = completed.fetch_add(1, Ordering::AcqRel) + 1;
+                log_load_completed(&loaded, dir, started, done, plan.children.len());
                 // A failed load leaves no segments to recover in this thread either.
                 (on_segments.0)(0);
                 let mut o = out.lock();
@@ -321,6 +328,56 @@ fn load_dir(
     Ok((items, summary))
 }
 
+/// Kafka's line before a dir's logs load: none to load, or whether recovery is skipped.
+fn log_load_start(dir: &Path, plan: &DirPlan) {
+    if plan.children.is_empty() {
+        log::info!("No logs found to be loaded in {}", dir.display());
+    } else if plan.had_clean_shutdown {
+        log::info!(
+            "Skipping recovery of {} logs from {} since clean shutdown file was found",
+            plan.children.len(),
+            dir.display()
+        );
+    } else {
+        log::info!(
+            "Recovering {} logs from {} since no clean shutdown file was found",
+            plan.children.len(),
+            dir.display()
+        );
+    }
+}
+
+/// Kafka's line after each partition's load (`LogManager.loadLogs`): the log's segments and
+/// offsets and how many of the dir's logs are done, or that the load failed.
+fn log_load_completed(
+    loaded: &Result<(LoadedDir, Option<crate::log::unified_log::LoadResult>)>,
+    dir: &Path,
+    started: Instant,
+    done: usize,
+    total: usize,
+) {
+    let ms = started.elapsed().as_millis();
+    match loaded {
+        Ok((LoadedDir::Current(log) | LoadedDir::Future(log), _)) => log::info!(
+            "Completed load of log {} with {} segments, local-log-start-offset {} and log-end-offset {} in {ms}ms \
+             ({done}/{total} completed in {})",
+            log.dir().display(),
+            log.number_of_segments(),
+            log.log_start_offset(),
+            log.log_end_offset(),
+            dir.display()
+        ),
+        Ok(_) => {}
+        Err(_) => {
+            log::info!(
+                "Error while loading logs in {} in {ms}ms ({done}/{total} completed in {})",
+                dir.display(),
+                dir.display()
+            );
+        }
+    }
+}
+
 fn load_partition(
     path: &Path,
     tp: &TopicPartition,
@@ -351,17 +408,8 @@ fn load_partition(
         producer_state: ctx.producer_state,
         max_transaction_timeout_ms: ctx.max_transaction_timeout_ms,
     };
-    let started = Instant::now();
     let log = Arc::new(open_when_unlocked(path, &config, &options, ctx.partition_lock_timeout, waiting)?);
     let load = log.load_result();
-    log::info!(
-        "completed load of {} with {} segments, log start offset {} and log end offset {} in {} ms",
-        path.display(),
-        log.number_of_segments(),
-        log.log_start_offset(),
-        log.log_end_offset(),
-        started.elapsed().as_millis()
-    );
     let item = if kind == PartitionDirKind::Future { LoadedDir::Future(log) } else { LoadedDir::Current(log) };
     Ok((item, Some(load)))
 }

@@ -35,6 +35,7 @@ use crate::file_names::{
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 use crate::log::unified_log::{LogOpenOptions, RetentionOptions, RetentionResult, UnifiedLog};
 use crate::util::clock::{system_clock, SharedClock};
+use crate::util::progress::{Progress, ProgressSink};
 
 /// A partition and its log.
 type LogEntry = (TopicPartition, Arc<UnifiedLog>);
@@ -243,6 +244,11 @@ impl LogManager {
     /// The broker-level configuration.
     pub fn config(&self) -> &LogManagerConfig {
         &self.inner.config
+    }
+
+    /// The clock of every log and task.
+    pub fn clock(&self) -> &SharedClock {
+        &self.inner.clock
     }
 
     /// What loading found in each log dir at start-up.
@@ -484,8 +490,18 @@ impl LogManager {
     /// Runs retention now on every log whose policy is `delete` only (Kafka's `cleanupLogs`;
     /// compacted logs are left to the cleaner). Returns what each log deleted.
     pub fn run_retention(&self, options: RetentionOptions) -> Result<Vec<(TopicPartition, RetentionResult)>> {
+        self.run_retention_with_progress(options, None)
+    }
+
+    /// [`LogManager::run_retention`], reporting a `retention` phase counted in logs to
+    /// `progress`. Cancelling it stops before the next log (the logs done keep their results).
+    pub fn run_retention_with_progress(
+        &self,
+        options: RetentionOptions,
+        progress: Option<&ProgressSink>,
+    ) -> Result<Vec<(TopicPartition, RetentionResult)>> {
         self.inner.check_usable()?;
-        let out = self.inner.cleanup_logs(options);
+        let out = self.inner.cleanup_logs(options, progress);
         self.inner.process_failures();
         self.inner.check_usable()?;
         Ok(out)
@@ -766,7 +782,7 @@ impl Inner {
         for task in due {
             match task {
                 RETENTION_TASK => {
-                    self.cleanup_logs(RetentionOptions::default());
+                    self.cleanup_logs(RetentionOptions::default(), None);
                 }
                 FLUSH_TASK => self.flush_dirty_logs(),
                 RECOVERY_POINT_TASK | LOG_START_TASK => {
@@ -799,10 +815,24 @@ impl Inner {
     /// Kafka's `cleanupLogs`: retention on every log whose policy does not include `compact`
     /// (with a cleaner, only the idle ones, paused meanwhile; compacted logs get retention from
     /// the cleaner threads).
-    fn cleanup_logs(&self, options: RetentionOptions) -> Vec<(TopicPartition, RetentionResult)> {
+    fn cleanup_logs(
+        &self,
+        options: RetentionOptions,
+        progress: Option<&ProgressSink>,
+    ) -> Vec<(TopicPartition, RetentionResult)> {
         let logs = self.logs_for_retention();
         let mut out = Vec::new();
-        for (tp, log) in &logs {
+        let report = |done: usize| {
+            if let Some(sink) = progress {
+                let total = logs.len() as u64;
+                sink.report(&Progress { phase: "retention", done: done as u64, total, unit: "logs", round: 1 });
+            }
+        };
+        report(0);
+        for (i, (tp, log)) in logs.iter().enumerate() {
+            if progress.is_some_and(ProgressSink::is_cancelled) {
+                break;
+            }
             match log.delete_old_segments_with(options) {
                 Ok(result) => {
                     for w in &result.warnings {
@@ -812,6 +842,7 @@ impl Inner {
                 }
                 Err(e) => log::error!("retention of {tp} failed: {e}"),
             }
+            report(i + 1);
         }
         self.retention_done(&logs);
         out

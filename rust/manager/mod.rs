@@ -5,5 +5,6 @@ pub mod discovery;
 pub mod loading;
 pub mod log_dir;
 pub mod log_manager;
+pub mod metrics;
 pub mod scheduler;
 mod startup;

@@ -490,7 +490,7 @@ impl PyUnifiedLog {
     /// `cleanup.policy` lacks `compact` is refused unless `ignore_cleanup_policy`, as
     /// `LogManager.compact_now` refuses it.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, first_dirty_offset, time_ms, ignore_cleanup_policy))]
+    #[pyo3(signature = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, first_dirty_offset, time_ms, ignore_cleanup_policy, progress=None))]
     fn compact_now(
         &self,
         py: Python<'_>,
@@ -501,12 +501,15 @@ impl PyUnifiedLog {
         first_dirty_offset: Option<i64>,
         time_ms: Option<i64>,
         ignore_cleanup_policy: bool,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<CompactResult> {
         let compactor =
             on_demand_compactor(py, dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second)?;
         let options = CompactOptions { first_dirty_offset, now_ms: time_ms };
         let log = self.inner.clone();
-        let result = run(py, move || compactor.compact(&log, &options, ignore_cleanup_policy))?;
+        let result = super::progress::run_with_progress(py, progress, move |sink| {
+            compactor.compact_with_progress(&log, &options, ignore_cleanup_policy, sink)
+        })?;
         CompactResult::new(py, &result, 0, &self.inner.topic_partition().to_string())
     }
 

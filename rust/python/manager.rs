@@ -16,6 +16,8 @@ use super::cleaner::CompactResult;
 use super::cleaner_status::{metrics_to_py, CleanOutcome, CleanerStatus};
 use super::errors::{run, to_py_err};
 use super::log::{parse_topic_id, props_dict, PyUnifiedLog};
+use super::metrics::MetricsSnapshot;
+use super::progress::run_with_progress;
 use super::records::{path_str, RetentionResult};
 use super::results::py_result;
 use crate::cleaner::cleaner_status::StatusFilter;
@@ -237,10 +239,17 @@ impl PyLogManager {
     }
 
     /// What retention did on each log it ran on, by (topic, partition).
-    fn run_retention<'py>(&self, py: Python<'py>, cap_future_timestamps: bool) -> PyResult<Bound<'py, PyDict>> {
+    #[pyo3(signature = (cap_future_timestamps, progress=None))]
+    fn run_retention<'py>(
+        &self,
+        py: Python<'py>,
+        cap_future_timestamps: bool,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let manager = self.inner.clone();
         let options = RetentionOptions { cap_future_timestamps };
-        let results = run(py, move || manager.run_retention(options))?;
+        let results =
+            run_with_progress(py, progress, move |sink| manager.run_retention_with_progress(options, sink.as_ref()))?;
         let d = PyDict::new(py);
         for (tp, r) in &results {
             d.set_item((tp.topic.as_str(), tp.partition), RetentionResult::new(py, r)?)?;
@@ -324,11 +333,18 @@ impl PyLogManager {
 
     /// Compacts `topic`-`partition` now through the cleaner's states (see
     /// `LogManager::compact_now`).
-    fn compact_now(&self, py: Python<'_>, topic: String, partition: i32) -> PyResult<CompactResult> {
+    #[pyo3(signature = (topic, partition, progress=None))]
+    fn compact_now(
+        &self,
+        py: Python<'_>,
+        topic: String,
+        partition: i32,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<CompactResult> {
         let manager = self.inner.clone();
         let tp = TopicPartition::new(topic, partition);
         let name = tp.to_string();
-        let result = run(py, move || manager.compact_now(&tp))?;
+        let result = run_with_progress(py, progress, move |sink| manager.compact_now_with_progress(&tp, sink))?;
         let thread_id = self.inner.log_cleaner().map_or(0, |c| c.thread_count());
         CompactResult::new(py, &result, thread_id, &name)
     }
@@ -350,6 +366,12 @@ impl PyLogManager {
         let manager = self.inner.clone();
         let metrics = run(py, move || manager.cleaner_metrics())?;
         metrics_to_py(py, &metrics)
+    }
+
+    fn metrics(&self, py: Python<'_>) -> PyResult<MetricsSnapshot> {
+        let manager = self.inner.clone();
+        let snapshot = run(py, move || manager.metrics())?;
+        MetricsSnapshot::new(py, &snapshot)
     }
 
     #[pyo3(signature = (topic, partition))]

@@ -18,6 +18,8 @@ mod inspect;
 mod log;
 mod logging;
 mod manager;
+mod metrics;
+mod progress;
 mod records;
 mod results;
 mod verify;
@@ -60,6 +62,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<manager::DirRecoveryProgress>()?;
     m.add_class::<manager::DirLoadSummary>()?;
     m.add_class::<manager::LogDirInfo>()?;
+    m.add_class::<metrics::Gauge>()?;
+    m.add_class::<metrics::MetricsSnapshot>()?;
+    m.add_class::<progress::Progress>()?;
     m.add_class::<arrow::ArrowColumns>()?;
     m.add_class::<arrow::BinaryBuffers>()?;
     m.add_class::<logging::LoggingState>()?;

@@ -14,6 +14,20 @@ use log::{Level, LevelFilter};
 /// The Python logger every kafkalog logger descends from.
 pub const ROOT_LOGGER: &str = "kafkalog";
 
+/// The loggers users configure, one per component (the crate's top-level module), with what
+/// logs there. Events go to the module-path child (`kafkalog.log.log_loader`), which inherits
+/// its component's level and handlers.
+pub const COMPONENT_LOGGERS: [(&str, &str); 8] = [
+    ("kafkalog.log", "UnifiedLog, LogLoader (recovery), LocalLog, producer state, leader epochs, retention"),
+    ("kafkalog.segment", "LogSegment and FileRecords: torn tails, damaged batches, index entries"),
+    ("kafkalog.index", "offset, time and transaction indexes"),
+    ("kafkalog.checkpoint", "offset checkpoints, cleaner-offset-checkpoint, meta.properties"),
+    ("kafkalog.cleaner", "LogCleaner, LogCleanerManager: the stats block after each clean, uncleanable partitions"),
+    ("kafkalog.manager", "LogManager: loading log dirs, offline dirs, partition creation and deletion"),
+    ("kafkalog.util", "file operations and locks"),
+    ("kafkalog.python", "the bridge itself (events dropped from a full queue)"),
+];
+
 /// The Python level number of Rust's `TRACE` (Python has no name for it; `logging.DEBUG` is 10).
 pub const PYTHON_TRACE: i64 = 5;
 
@@ -144,6 +158,42 @@ mod tests {
         // A dependency's events, and a crate whose name merely starts with "kafkalog".
         assert_eq!(logger_name("zstd::stream"), "kafkalog.zstd.stream");
         assert_eq!(logger_name("kafkalogger::x"), "kafkalog.kafkalogger.x");
+    }
+
+    /// Every module of the crate that logs, logs under one of the documented component loggers.
+    #[test]
+    fn every_logging_module_is_under_a_component_logger() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("rust");
+        let mut files = Vec::new();
+        walk(&root, &mut files);
+        let macros = ["log::info!", "log::warn!", "log::error!", "log::debug!", "log::trace!"];
+        let mut checked = 0;
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            if !macros.iter().any(|m| text.contains(m)) {
+                continue;
+            }
+            let module = file.strip_prefix(&root).unwrap().with_extension("");
+            let target = format!("kafkalog::{}", module.to_string_lossy().replace('/', "::"));
+            let name = logger_name(&target);
+            assert!(
+                COMPONENT_LOGGERS.iter().any(|(c, _)| name.starts_with(&format!("{c}."))),
+                "{} logs to {name}, under no documented component logger",
+                file.display()
+            );
+            checked += 1;
+        }
+        assert!(checked > 10, "{checked} files");
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod file;
 pub mod lock_holder;
 pub mod log_bridge;
 pub mod murmur2;
+pub mod progress;
 
 /// proptest's configuration for the crate's property tests: a fixed RNG seed (proptest's own
 /// default draws one from the OS on every run), so every run tries the same cases and a failure

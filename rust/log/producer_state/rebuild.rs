@@ -29,6 +29,11 @@ pub struct RebuildParams {
 /// the batches after it are replayed, a snapshot is taken at the last two segment bases passed
 /// and at the log end. A read-only open replays from the log start and writes nothing.
 pub fn rebuild_producer_state(psm: &mut ProducerStateManager, segments: &LogSegments, p: &RebuildParams) -> Result<()> {
+    log::info!(
+        "[UnifiedLog partition={}] Loading producer state till offset {} with message format version 2",
+        psm.topic_partition(),
+        p.last_offset
+    );
     if p.read_only {
         psm.update_map_end_offset(p.log_start_offset);
         replay_segments(psm, segments, p.log_start_offset, p.last_offset, &[])?;

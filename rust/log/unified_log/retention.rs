@@ -251,17 +251,68 @@ impl UnifiedLog {
                 reason,
             });
         }
+        self.log_deletion_reason(reason, &deletable, options)?;
         let segments: Vec<_> = deletable.into_iter().map(|(s, _)| s).collect();
         self.delete_segments(&segments, reason)?;
-        log::info!(
-            "deleted {} segments of {} ({}): base offsets {:?}; log start offset is now {}",
-            deleted.len(),
-            self.topic_partition,
-            reason.name(),
-            deleted.iter().map(|d| d.base_offset).collect::<Vec<_>>(),
-            self.log_start_offset()
-        );
         result.deleted.extend(deleted);
+        Ok(())
+    }
+
+    /// The INFO lines Kafka's `SegmentDeletionReason.logReason` writes before the segments go:
+    /// one per segment for `retention.ms` (and whether its largest record timestamp or its
+    /// file's modification time was judged) and `retention.bytes` (and the log size after it),
+    /// one for all of them for a log start offset breach. Each names the segment as Kafka's
+    /// `LogSegment.toString` does, with its file.
+    fn log_deletion_reason(
+        &self,
+        reason: RetentionReason,
+        deletable: &[(Arc<LogSegment>, i64)],
+        options: RetentionOptions,
+    ) -> Result<()> {
+        if !log::log_enabled!(log::Level::Info) {
+            return Ok(());
+        }
+        let config = self.config();
+        let prefix = format!("[UnifiedLog partition={}, dir={}]", self.topic_partition, self.dir().display());
+        match reason {
+            RetentionReason::LogStartOffsetBreach => {
+                let all: Result<Vec<String>> = deletable.iter().map(|(s, _)| describe_segment(s)).collect();
+                log::info!(
+                    "{prefix} Deleting segments due to log start offset {} breach: {}",
+                    self.log_start_offset(),
+                    all?.join(", ")
+                );
+            }
+            RetentionReason::RetentionSizeBreach => {
+                let mut size = self.size_in_bytes() as i64;
+                for (segment, _) in deletable {
+                    size -= segment.size() as i64;
+                    log::info!(
+                        "{prefix} Deleting segment {} due to log retention size {} breach. Log size after deletion \
+                         will be {size}.",
+                        describe_segment(segment)?,
+                        config.retention_bytes
+                    );
+                }
+            }
+            RetentionReason::RetentionMsBreach => {
+                let now = self.local.clock().milliseconds();
+                for (segment, _) in deletable {
+                    let largest = segment.max_timestamp_so_far()?.timestamp;
+                    let by_record = largest >= 0 && !(largest > now && options.cap_future_timestamps);
+                    let basis = if by_record {
+                        "largest record timestamp in the segment"
+                    } else {
+                        "last modified time of the segment"
+                    };
+                    log::info!(
+                        "{prefix} Deleting segment {} due to log retention time {}ms breach based on the {basis}",
+                        describe_segment(segment)?,
+                        config.retention_ms
+                    );
+                }
+            }
+        }
         Ok(())
     }
 
@@ -353,7 +404,7 @@ impl UnifiedLog {
             let new_segment = self.roll_locked(None, &mut self.producer_state.lock())?;
             if doomed.last().is_some_and(|s| s.base_offset() == new_segment.base_offset()) {
                 log::warn!(
-                    "empty active segment at {} of {} was deleted and recreated due to {}",
+                    "Empty active segment at {} of {} was deleted and recreated due to {}",
                     new_segment.base_offset(),
                     self.topic_partition,
                     reason.name()
@@ -375,6 +426,11 @@ impl UnifiedLog {
                 raised.then_some(new_start)
             };
             if let Some(new_start) = raised {
+                log::info!(
+                    "[UnifiedLog partition={}, dir={}] Incremented log start offset to {new_start} due to segment deletion",
+                    self.topic_partition,
+                    self.dir().display()
+                );
                 // Kafka's maybeIncrementLogStartOffset: the first epoch entry follows.
                 self.leader_epoch_cache.truncate_from_start(new_start)?;
                 self.on_log_start_offset_incremented(new_start);
@@ -390,4 +446,16 @@ impl UnifiedLog {
         }
         self.local.schedule_file_deletion(marked.into_iter().map(|s| s.file().to_path_buf()).collect(), &config)
     }
+}
+
+/// A segment as Kafka's `LogSegment.toString` prints it, followed by its `.log` file.
+fn describe_segment(segment: &LogSegment) -> Result<String> {
+    Ok(format!(
+        "LogSegment(baseOffset={}, size={}, lastModifiedTime={}, largestRecordTimestamp={}) {}",
+        segment.base_offset(),
+        segment.size(),
+        segment.last_modified()?,
+        segment.max_timestamp_so_far()?.timestamp,
+        segment.path().display()
+    ))
 }
