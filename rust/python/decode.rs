@@ -4,10 +4,17 @@
 use super::arrow::timestamp_type_id;
 use crate::error::{Error, Result};
 use crate::log::unified_log::CommittedFilter;
+use crate::record::default_record::Record;
 use crate::record::records::BatchIter;
 
 /// (offset, timestamp, timestamp_type, key, value, headers, is_control) of one record.
 pub type OwnedRecord = (i64, i64, i32, Option<Vec<u8>>, Option<Vec<u8>>, Vec<(String, Option<Vec<u8>>)>, bool);
+
+/// `r` copied out of its batch (whose timestamp type id and control flag are given).
+pub fn owned_record(r: &Record<'_>, ts_type: i32, control: bool) -> OwnedRecord {
+    let headers = r.headers().map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), v.map(<[u8]>::to_vec)));
+    (r.offset, r.timestamp, ts_type, r.key.map(<[u8]>::to_vec), r.value.map(<[u8]>::to_vec), headers.collect(), control)
+}
 
 /// What `decode` found.
 pub struct Decoded {
@@ -49,17 +56,7 @@ pub fn decode(
         batch
             .for_each_record(&mut scratch, |r| {
                 if r.offset >= min_offset {
-                    let headers =
-                        r.headers().map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), v.map(<[u8]>::to_vec)));
-                    records.push((
-                        r.offset,
-                        r.timestamp,
-                        ts_type,
-                        r.key.map(<[u8]>::to_vec),
-                        r.value.map(<[u8]>::to_vec),
-                        headers.collect(),
-                        control,
-                    ));
+                    records.push(owned_record(&r, ts_type, control));
                 }
                 Ok(())
             })

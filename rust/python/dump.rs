@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 
 use super::arrow::timestamp_type_id;
-use super::decode::OwnedRecord;
+use super::decode::{owned_record, OwnedRecord};
 use super::errors::run;
 use super::records::DecodedRecord;
 use crate::error::{Error, Result};
@@ -56,16 +56,7 @@ fn decode_unchecked(data: &[u8], start: usize, end: usize) -> Result<Vec<OwnedRe
     let mut records = Vec::new();
     let mut scratch = Vec::new();
     batch.for_each_record(&mut scratch, |r| {
-        let headers = r.headers().map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), v.map(<[u8]>::to_vec)));
-        records.push((
-            r.offset,
-            r.timestamp,
-            ts_type,
-            r.key.map(<[u8]>::to_vec),
-            r.value.map(<[u8]>::to_vec),
-            headers.collect(),
-            control,
-        ));
+        records.push(owned_record(&r, ts_type, control));
         Ok(())
     })?;
     Ok(records)

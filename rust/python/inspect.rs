@@ -135,20 +135,8 @@ pub fn retention_plan(
     let log = log.inner().clone();
     let options = RetentionOptions { cap_future_timestamps };
     let plan = run(py, move || log.retention_plan(time_ms, log_start_offset, options))?;
-    let deleted = plan.would_delete.iter().map(|d| {
-        Py::new(
-            py,
-            DeletedSegment {
-                base_offset: d.base_offset,
-                next_offset: d.next_offset,
-                size: d.size,
-                largest_timestamp: d.largest_timestamp,
-                reason: d.reason.name().to_string(),
-            },
-        )
-    });
     Ok(RetentionPlan {
-        would_delete: PyList::new(py, deleted.collect::<PyResult<Vec<_>>>()?)?.unbind(),
+        would_delete: DeletedSegment::list(py, &plan.would_delete)?,
         warnings: PyList::new(py, &plan.warnings)?.unbind(),
         log_start_offset: plan.log_start_offset,
         next_expiry: plan.next_expiry,

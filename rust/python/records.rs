@@ -162,9 +162,10 @@ py_result! { sequence
     }
 }
 
-impl RetentionResult {
-    pub(crate) fn new(py: Python<'_>, r: &crate::log::unified_log::RetentionResult) -> PyResult<Self> {
-        let deleted = r.deleted.iter().map(|d| {
+impl DeletedSegment {
+    /// The engine's deleted (or to-be-deleted) segments as a Python list of these.
+    pub(crate) fn list(py: Python<'_>, segments: &[crate::log::unified_log::DeletedSegment]) -> PyResult<Py<PyList>> {
+        let deleted = segments.iter().map(|d| {
             Py::new(
                 py,
                 DeletedSegment {
@@ -176,8 +177,14 @@ impl RetentionResult {
                 },
             )
         });
+        Ok(PyList::new(py, deleted.collect::<PyResult<Vec<_>>>()?)?.unbind())
+    }
+}
+
+impl RetentionResult {
+    pub(crate) fn new(py: Python<'_>, r: &crate::log::unified_log::RetentionResult) -> PyResult<Self> {
         Ok(RetentionResult {
-            deleted: PyList::new(py, deleted.collect::<PyResult<Vec<_>>>()?)?.unbind(),
+            deleted: DeletedSegment::list(py, &r.deleted)?,
             warnings: PyList::new(py, &r.warnings)?.unbind(),
             log_start_offset: r.log_start_offset,
         })

@@ -262,12 +262,7 @@ fn check_offset_index(
 ) -> Result<()> {
     let Some(bytes) = read_index(path, "offset index", check)? else { return Ok(()) };
     let index = OffsetIndex::open_read_only(path, base)?;
-    if let Err(Error::CorruptIndex { reason, .. }) = index.sanity_check() {
-        check.findings.push(Finding::problem(
-            path,
-            None,
-            format!("{reason} (Kafka's sanityCheck): recovery rebuilds it"),
-        ));
+    if sanity_check_failed(path, index.sanity_check(), check) {
         return Ok(());
     }
     if !length_and_tail(path, &bytes, index.entries(), 8, place, check) {
@@ -322,6 +317,13 @@ fn ends_batch_at_or_after(spans: &[Span], offset: i64, at: usize) -> bool {
 /// `TimeIndex::open_read_only` accepts, Kafka's `sanityCheck`), each naming the largest
 /// timestamp up to a batch: the timestamp is the max timestamp of the batch holding the
 /// entry's offset. A rolled segment's last entry holds its largest timestamp.
+/// Records a failed index `sanity_check` (Kafka's `sanityCheck`) as a problem; true if it failed.
+fn sanity_check_failed(path: &Path, result: Result<()>, check: &mut SegmentCheck) -> bool {
+    let Err(Error::CorruptIndex { reason, .. }) = result else { return false };
+    check.findings.push(Finding::problem(path, None, format!("{reason} (Kafka's sanityCheck): recovery rebuilds it")));
+    true
+}
+
 fn check_time_index(
     path: &Path,
     base: i64,
@@ -332,12 +334,7 @@ fn check_time_index(
 ) -> Result<()> {
     let Some(bytes) = read_index(path, "time index", check)? else { return Ok(()) };
     let index = TimeIndex::open_read_only(path, base)?;
-    if let Err(Error::CorruptIndex { reason, .. }) = index.sanity_check() {
-        check.findings.push(Finding::problem(
-            path,
-            None,
-            format!("{reason} (Kafka's sanityCheck): recovery rebuilds it"),
-        ));
+    if sanity_check_failed(path, index.sanity_check(), check) {
         return Ok(());
     }
     if !length_and_tail(path, &bytes, index.entries(), 12, place, check) {
