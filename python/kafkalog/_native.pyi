@@ -182,6 +182,7 @@ class UnifiedLog:
         io_buffer_size: int,
         max_io_bytes_per_second: float | None,
         time_ms: int | None,
+        progress: Callable[[Progress], object] | None = None,
     ) -> DirtyCompactResult: ...
 
 @final

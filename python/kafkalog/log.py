@@ -373,6 +373,7 @@ class UnifiedLog:
         io_buffer_size: int = 512 * 1024,
         max_io_bytes_per_second: float | None = None,
         time_ms: int | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
     ) -> DirtyCompactResult:
         """Cleans only the dirty section, as Kafka's cleaner does, keeping its start in the log
         dir's ``cleaner-offset-checkpoint`` (the file a LogManager's cleaner and a Kafka broker
@@ -393,8 +394,8 @@ class UnifiedLog:
         partitions of one log dir, in any process, take turns for the read-modify-write, so no
         entry is lost) and ``.lock`` (while a LogManager or Kafka broker holds it, the file is
         theirs: the entry is not written and ``checkpoint_error`` says why; the clean stands).
-        Written tmp + fsync + rename + directory fsync. Sizes and ``time_ms`` as for
-        :meth:`compact_now`."""
+        Written tmp + fsync + rename + directory fsync. Sizes, ``time_ms`` and ``on_progress``
+        (a skipped clean reports nothing) as for :meth:`compact_now`."""
         if self._log.managed:
             raise IllegalStateError(
                 f"{self} belongs to a LogManager, whose cleaner keeps its cleaner-offset-checkpoint: "
@@ -406,6 +407,7 @@ class UnifiedLog:
             arg.integer("io_buffer_size", io_buffer_size, 2, arg.I32_MAX),
             None if max_io_bytes_per_second is None else arg.number("max_io_bytes_per_second", max_io_bytes_per_second),
             arg.optional_integer("time_ms", time_ms, 0, arg.I64_MAX),
+            arg.progress_callback("on_progress", on_progress),
         )
 
     @property

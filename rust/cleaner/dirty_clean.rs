@@ -23,6 +23,7 @@ use super::log_to_clean::{cleanable_offsets, LogToClean};
 use crate::checkpoint::cleaner_checkpoint::{read_cleaner_checkpoint, update_cleaner_checkpoint};
 use crate::error::Result;
 use crate::log::unified_log::UnifiedLog;
+use crate::util::progress::ProgressSink;
 
 /// What [`compact_dirty`] did.
 #[derive(Debug)]
@@ -53,7 +54,12 @@ pub struct DirtyClean {
 /// # Errors
 /// The clean's errors (nothing is written then); a failed checkpoint write is not an error but
 /// [`DirtyClean::checkpoint_error`].
-pub fn compact_dirty(compactor: &Compactor, log: &Arc<UnifiedLog>, now_ms: Option<i64>) -> Result<DirtyClean> {
+pub fn compact_dirty(
+    compactor: &Compactor,
+    log: &Arc<UnifiedLog>,
+    now_ms: Option<i64>,
+    progress: Option<ProgressSink>,
+) -> Result<DirtyClean> {
     let config = log.config();
     let checkpoint = read_cleaner_checkpoint(log.log_dir(), log.topic_partition());
     let mut outcome = DirtyClean {
@@ -82,7 +88,7 @@ pub fn compact_dirty(compactor: &Compactor, log: &Arc<UnifiedLog>, now_ms: Optio
         outcome.skipped = Some(skip);
     } else {
         let options = CompactOptions { first_dirty_offset: Some(offsets.first_dirty_offset), now_ms: Some(now) };
-        let result = compactor.compact(log, &options, false)?;
+        let result = compactor.compact_with_progress(log, &options, false, progress)?;
         outcome.first_uncleanable_offset = result.first_uncleanable_offset;
         if !result.passes.is_empty() {
             new_entry = Some(result.end_offset);

@@ -515,7 +515,8 @@ impl PyUnifiedLog {
 
     /// Cleans the dirty section only, from and to the log dir's `cleaner-offset-checkpoint`
     /// (`cleaner::dirty_clean`), or says why not.
-    #[pyo3(signature = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, time_ms))]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, time_ms, progress=None))]
     fn compact_dirty(
         &self,
         py: Python<'_>,
@@ -524,11 +525,14 @@ impl PyUnifiedLog {
         io_buffer_size: i64,
         max_io_bytes_per_second: Option<f64>,
         time_ms: Option<i64>,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<DirtyCompactResult> {
         let compactor =
             on_demand_compactor(py, dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second)?;
         let log = self.inner.clone();
-        let outcome = run(py, move || compact_dirty(&compactor, &log, time_ms))?;
+        let outcome = super::progress::run_with_progress(py, progress, move |sink| {
+            compact_dirty(&compactor, &log, time_ms, sink)
+        })?;
         DirtyCompactResult::new(py, &outcome, &self.inner.topic_partition().to_string())
     }
 }

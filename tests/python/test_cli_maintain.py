@@ -194,3 +194,13 @@ def test_each_command_has_help_with_an_example(command: str) -> None:
     assert done.stdout.startswith(f"usage: kafkalog {command}")
     assert f"examples:\n  kafkalog {command} /var/lib/kafka/data" in done.stdout
     assert "--topic-config TOPIC:KEY=VALUE" in done.stdout
+
+
+def test_a_clean_on_a_terminal_shows_the_engines_phases_on_the_bar(fx: cli_logs.Fixture) -> None:
+    """The bar carries the engine's on_progress reports of each clean: the partition, its phase
+    (indexing, then cleaning) and its share of the bytes; each phase's last report (100%) is
+    always delivered."""
+    code, out, drawn = _stderr_on_a_terminal("compact", str(fx.log_dir), "--now-ms", str(fx.now), *TOPIC_CONFIG_ARGS)
+    assert code == 0, out
+    assert "Log cleaner thread" in out
+    assert "users-1 indexing 100%" in drawn and "users-1 cleaning 100%" in drawn

@@ -25,7 +25,7 @@ fn compactor(env: &Env) -> Compactor {
 }
 
 fn clean(env: &Env, log: &Arc<UnifiedLog>) -> DirtyClean {
-    compact_dirty(&compactor(env), log, None).unwrap()
+    compact_dirty(&compactor(env), log, None, None).unwrap()
 }
 
 /// A clean writes its end offset; after N more records and a roll the next one starts there,

@@ -226,7 +226,7 @@ def _compact_one(log: UnifiedLog, sizes: dict[str, Any], roll: bool, now_ms: int
     if roll and "compact" in policy and log.segments and log.segments[-1].size > 0:
         progress.write(f"  rolled the active segment at offset {log.roll()}")
     started = time.monotonic()
-    outcome = log.compact_dirty(time_ms=now_ms, **sizes)
+    outcome = log.compact_dirty(time_ms=now_ms, on_progress=progress.report, **sizes)
     if outcome.skipped is not None:
         progress.write(f"  skipped: {outcome.skipped}")
     result = outcome.result

@@ -1,4 +1,5 @@
-"""The commands' progress bar: one step per partition, on stderr, only when stderr is a
+"""The commands' progress bar: one step per partition (and, within a clean, the phase and its
+share of the bytes, from the engine's ``on_progress`` reports), on stderr, only when stderr is a
 terminal (never in a pipe, a log file or a test's captured output) and not turned off with
 ``--no-progress``. Drawn by tqdm (one small package with no dependencies of its own; ``pip
 install 'kafkalog[cli]'``); without tqdm, a terminal gets a plain ``[i/n] partition`` line per
@@ -16,6 +17,8 @@ import sys
 from types import TracebackType
 from typing import Any
 
+from .. import Progress as EngineProgress
+
 __all__ = ["Progress"]
 
 
@@ -27,6 +30,7 @@ class Progress:
         self.done = 0
         self._bar: Any = None
         self._plain = False
+        self._name = ""
         if not (enabled and sys.stderr.isatty()):
             return
         try:
@@ -47,10 +51,18 @@ class Progress:
 
     def describe(self, name: str) -> None:
         """The partition being worked on."""
+        self._name = name
         if self._bar is not None:
             self._bar.set_postfix_str(name, refresh=True)
         elif self._plain:
             print(f"[{self.done + 1}/{self.total}] {name}", file=sys.stderr, flush=True)
+
+    def report(self, report: EngineProgress) -> None:
+        """An engine progress report of the partition being worked on (an ``on_progress``
+        callback): its phase and share shown beside the partition's name on the bar."""
+        if self._bar is not None:
+            share = f"{100 * report.done // report.total}%" if report.total else "-"
+            self._bar.set_postfix_str(f"{self._name} {report.phase} {share}", refresh=True)
 
     def step(self) -> None:
         """One partition done."""
