@@ -349,16 +349,8 @@ class UnifiedLog:
         ``LogManager.compact_now`` describes; an exception it raises stops the clean at its
         next chunk (segments already swapped in stay cleaned, the rest untouched) and
         propagates once the clean has stopped."""
-        if self._log.managed:
-            raise IllegalStateError(
-                f"{self} belongs to a LogManager, whose cleaner keeps its cleaner-offset-checkpoint: "
-                "use LogManager.compact_now(topic, partition)"
-            )
         return self._log.compact_now(
-            arg.integer("dedupe_buffer_size", dedupe_buffer_size, 1, arg.I64_MAX),
-            arg.number("load_factor", load_factor),
-            arg.integer("io_buffer_size", io_buffer_size, 2, arg.I32_MAX),
-            None if max_io_bytes_per_second is None else arg.number("max_io_bytes_per_second", max_io_bytes_per_second),
+            *self._on_demand_sizes(dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second),
             None if first_dirty_offset is None else arg.offset("first_dirty_offset", first_dirty_offset),
             arg.optional_integer("time_ms", time_ms, 0, arg.I64_MAX),
             arg.flag("ignore_cleanup_policy", ignore_cleanup_policy),
@@ -396,18 +388,27 @@ class UnifiedLog:
         theirs: the entry is not written and ``checkpoint_error`` says why; the clean stands).
         Written tmp + fsync + rename + directory fsync. Sizes, ``time_ms`` and ``on_progress``
         (a skipped clean reports nothing) as for :meth:`compact_now`."""
+        return self._log.compact_dirty(
+            *self._on_demand_sizes(dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second),
+            arg.optional_integer("time_ms", time_ms, 0, arg.I64_MAX),
+            arg.progress_callback("on_progress", on_progress),
+        )
+
+    def _on_demand_sizes(
+        self, dedupe_buffer_size: int, load_factor: float, io_buffer_size: int, max_io_bytes_per_second: float | None
+    ) -> tuple[int, float, int, float | None]:
+        """An on-demand clean's checked sizes; refuses a log a LogManager owns (its cleaner keeps
+        the cleaner-offset-checkpoint)."""
         if self._log.managed:
             raise IllegalStateError(
                 f"{self} belongs to a LogManager, whose cleaner keeps its cleaner-offset-checkpoint: "
                 "use LogManager.compact_now(topic, partition)"
             )
-        return self._log.compact_dirty(
+        return (
             arg.integer("dedupe_buffer_size", dedupe_buffer_size, 1, arg.I64_MAX),
             arg.number("load_factor", load_factor),
             arg.integer("io_buffer_size", io_buffer_size, 2, arg.I32_MAX),
             None if max_io_bytes_per_second is None else arg.number("max_io_bytes_per_second", max_io_bytes_per_second),
-            arg.optional_integer("time_ms", time_ms, 0, arg.I64_MAX),
-            arg.progress_callback("on_progress", on_progress),
         )
 
     @property

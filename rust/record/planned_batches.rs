@@ -13,7 +13,7 @@ use super::batch::{NO_TIMESTAMP, RECORD_BATCH_OVERHEAD};
 use super::builder::{finish_uncompressed_in_place, BatchHeader};
 use super::compression::CompressionType;
 use super::default_record::{encode_record, record_body_size, Header};
-use super::producer_batches::{BatchLimit, FirstRecord};
+use super::producer_batches::{closes_batch, BatchLimit, FirstRecord};
 use super::varint::{size_of_varint, size_of_varlong};
 use crate::error::{Error, Result};
 
@@ -96,7 +96,7 @@ impl BatchPlanner {
         // The body with both deltas 0 (one byte each): ProducerBatches' estimate, and the
         // real body once the deltas' sizes replace those two bytes.
         let zero_deltas = record_body_size(0, 0, key, value, headers);
-        if self.count > 0 && RECORD_BATCH_OVERHEAD + self.bytes + zero_deltas + 5 > self.batch_size {
+        if closes_batch(self.count > 0, RECORD_BATCH_OVERHEAD + self.bytes, zero_deltas, self.batch_size) {
             self.close_batch()?;
         }
         let ts = timestamp.unwrap_or(self.now_ms);

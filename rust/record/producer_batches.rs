@@ -19,6 +19,14 @@ pub struct BatchLimit {
     pub describe: String,
 }
 
+/// The batch-boundary rule every encoder of a producer's append shares: the open batch
+/// (`estimated_size` bytes with its header; `has_records`) is closed before the next record
+/// when that record, estimated with both deltas zero (`zero_deltas`, its body) plus 5 bytes for
+/// its length varint, would take it past `batch_size`. A batch always takes its first record.
+pub(super) fn closes_batch(has_records: bool, estimated_size: usize, zero_deltas: usize, batch_size: usize) -> bool {
+    has_records && estimated_size + zero_deltas + 5 > batch_size
+}
+
 /// What the first record of the open batch was, to name it if it alone is too big.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct FirstRecord {
@@ -128,8 +136,8 @@ impl ProducerBatches {
         value: Option<&[u8]>,
         headers: &[Header<'_>],
     ) -> Result<()> {
-        let size = record_body_size(0, 0, key, value, headers) + 5;
-        if self.builder.count() > 0 && self.builder.estimated_size() + size > self.batch_size {
+        let zero_deltas = record_body_size(0, 0, key, value, headers);
+        if closes_batch(self.builder.count() > 0, self.builder.estimated_size(), zero_deltas, self.batch_size) {
             self.close_batch()?;
         }
         if self.builder.count() == 0 {
