@@ -48,6 +48,9 @@ pub const LOG_START_OFFSET_CHECKPOINT_FILE: &str = "log-start-offset-checkpoint"
 pub const REPLICATION_OFFSET_CHECKPOINT_FILE: &str = "replication-offset-checkpoint";
 /// Per-partition first dirty offsets (the log cleaner's `LogCleanerManager` writes it).
 pub const CLEANER_OFFSET_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
+/// The last clean of each partition and its stats, beside `cleaner-offset-checkpoint`
+/// (kafkalog's own file; Kafka keeps these in the cleaner's memory, and ignores the file).
+pub const LAST_CLEAN_FILE: &str = "kafkalog-last-clean";
 /// The file a running `LogManager` (or Kafka broker) holds locked in each log dir
 /// (`LogManager.LockFileName`).
 pub const LOCK_FILE: &str = ".lock";
@@ -57,11 +60,12 @@ pub const META_PROPERTIES_FILE: &str = "meta.properties";
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 /// The files at the top of a log dir that are written by atomic replace (a `.tmp` beside, then a
 /// rename), so a crash may leave their `.tmp` behind.
-pub const LOG_DIR_ATOMIC_FILES: [&str; 6] = [
+pub const LOG_DIR_ATOMIC_FILES: [&str; 7] = [
     RECOVERY_POINT_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
     REPLICATION_OFFSET_CHECKPOINT_FILE,
     CLEANER_OFFSET_CHECKPOINT_FILE,
+    LAST_CLEAN_FILE,
     META_PROPERTIES_FILE,
     CLEAN_SHUTDOWN_FILE,
 ];

@@ -21,7 +21,15 @@ from ._native import (
     probe_log_dir_lock,
 )
 from .arrow import KAFKA_SCHEMA
-from .cleaner import CleanableSections, CleanerStats, CleanPass, CompactResult, DirtyCompactResult, SegmentTombstones
+from .cleaner import (
+    CleanableSections,
+    CleanerStats,
+    CleanPass,
+    CompactResult,
+    DirtyCompactResult,
+    LastClean,
+    SegmentTombstones,
+)
 from .exceptions import (
     CorruptRecordError,
     InvalidArgumentError,
@@ -75,6 +83,7 @@ __all__ = [
     "CleanableSections",
     "SegmentTombstones",
     "RetentionPlan",
+    "LastClean",
     "KAFKA_SCHEMA",
     "UnifiedLog",
     "LogManager",

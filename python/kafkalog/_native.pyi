@@ -1182,7 +1182,7 @@ def validate_topic_config(config: list[tuple[str, str]]) -> dict[str, str]:
     as ``UnifiedLog.open`` would."""
 
 # A read-only look at one log for tools (rust/python/inspect.rs).
-__all__ += ["CleanableSections", "SegmentTombstones", "RetentionPlan", "cleaner_sections", "tombstones", "retention_plan"]
+__all__ += ["CleanableSections", "SegmentTombstones", "RetentionPlan", "LastClean", "cleaner_sections", "tombstones", "retention_plan", "last_cleans"]
 
 @final
 class CleanableSections:
@@ -1258,6 +1258,29 @@ class RetentionPlan:
     def __reduce__(self) -> tuple[type[Self], tuple[object, ...]]: ...
     def __hash__(self) -> int: ...
 
+@final
+class LastClean:
+    """The last clean of one partition, as its log dir's kafkalog-last-clean records it."""
+
+    def __new__(cls, topic: str, partition: int, time_ms: int, first_dirty_offset: int, end_offset: int, by: str, stats: CleanerStats) -> Self: ...
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def time_ms(self) -> int: ...
+    @property
+    def first_dirty_offset(self) -> int: ...
+    @property
+    def end_offset(self) -> int: ...
+    @property
+    def by(self) -> str: ...
+    @property
+    def stats(self) -> CleanerStats: ...
+    __match_args__: ClassVar[tuple[str, ...]]
+    def __reduce__(self) -> tuple[type[Self], tuple[object, ...]]: ...
+    def __hash__(self) -> int: ...
+
 def cleaner_sections(log: UnifiedLog, time_ms: int) -> CleanableSections:
     """The cleaner's sections of ``log`` at ``time_ms``, from its log dir's cleaner-offset-checkpoint."""
 
@@ -1266,6 +1289,9 @@ def tombstones(log: UnifiedLog, time_ms: int) -> list[SegmentTombstones]:
 
 def retention_plan(log: UnifiedLog, time_ms: int, log_start_offset: int, cap_future_timestamps: bool) -> RetentionPlan:
     """What retention would delete at ``time_ms``, without deleting."""
+
+def last_cleans(log_dir: str | os.PathLike[str]) -> list[LastClean]:
+    """The last cleans ``log_dir``'s kafkalog-last-clean records; empty when it has none."""
 
 
 # kafkalog verify's native checks (rust/python/verify.rs).

@@ -28,13 +28,13 @@ pub struct EpochEntry {
     pub start_offset: i64,
 }
 
-fn malformed(path: &Path, line: usize, what: impl std::fmt::Display) -> Error {
+pub(crate) fn malformed(path: &Path, line: usize, what: impl std::fmt::Display) -> Error {
     Error::illegal_state(format!("malformed checkpoint file {} at line {line}: {what}", path.display()))
 }
 
 /// Reads a checkpoint's entry lines after checking the version and count (Kafka's
 /// `CheckpointReadBuffer.read`). An empty file has no entries; a missing file is an I/O error.
-fn read_lines(path: &Path) -> Result<Vec<(usize, String)>> {
+pub(crate) fn read_lines(path: &Path) -> Result<Vec<(usize, String)>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, "read checkpoint", e))?;
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
     let Some((_, version)) = lines.next() else { return Ok(Vec::new()) };
@@ -51,7 +51,9 @@ fn read_lines(path: &Path) -> Result<Vec<(usize, String)>> {
     Ok(entries)
 }
 
-fn write_lines(path: &Path, lines: &[String]) -> Result<()> {
+/// Writes a checkpoint's version, count and entry lines atomically (Kafka's
+/// `CheckpointFile.write`).
+pub(crate) fn write_lines(path: &Path, lines: &[String]) -> Result<()> {
     let mut text = format!("{CURRENT_VERSION}\n{}\n", lines.len());
     for l in lines {
         text.push_str(l);

@@ -64,12 +64,28 @@ pub(crate) fn update_with(
     on_wait: &dyn Fn(),
     change: &mut dyn FnMut(&mut std::collections::HashMap<TopicPartition, i64>),
 ) -> Result<()> {
+    with_on_demand_locks(log_dir, timeout, on_wait, || {
+        let mut entries = read_checkpoint_or_empty(log_dir, CLEANER_OFFSET_CHECKPOINT_FILE);
+        change(&mut entries);
+        let entries: Vec<(TopicPartition, i64)> = entries.into_iter().collect();
+        write_checkpoint(log_dir, CLEANER_OFFSET_CHECKPOINT_FILE, &entries)
+    })
+}
+
+/// Runs `write` holding both locks of an on-demand writer of `log_dir` (see the module docs),
+/// for any file of the log dir that on-demand cleans share with a `LogManager`.
+///
+/// # Errors
+/// As [`update_cleaner_checkpoint`]'s locks; `write`'s own errors.
+pub(crate) fn with_on_demand_locks<T>(
+    log_dir: &Path,
+    timeout: Duration,
+    on_wait: &dyn Fn(),
+    write: impl FnOnce() -> Result<T>,
+) -> Result<T> {
     let _writers = DirLock::lock_waiting(log_dir, timeout, on_wait)?;
     let _owner = lock_log_dir_file(log_dir)?;
-    let mut entries = read_checkpoint_or_empty(log_dir, CLEANER_OFFSET_CHECKPOINT_FILE);
-    change(&mut entries);
-    let entries: Vec<(TopicPartition, i64)> = entries.into_iter().collect();
-    write_checkpoint(log_dir, CLEANER_OFFSET_CHECKPOINT_FILE, &entries)
+    write()
 }
 
 /// Takes `<log_dir>/.lock` without waiting, on the file that name holds once locked.

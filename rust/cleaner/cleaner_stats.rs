@@ -75,6 +75,35 @@ macro_rules! define_cleaner_stats {
 }
 cleaner_stats_fields!(define_cleaner_stats);
 
+macro_rules! define_named_access {
+    ($( $(#[doc = $doc:literal])* $field:ident: $ty:ty ),* $(,)?) => {
+        impl CleanerStats {
+            /// Each public counter's name and value as text, in order (Rust's shortest text that
+            /// reads back to the same value): the form `last_clean` keeps on disk.
+            pub fn named_values(&self) -> Vec<(&'static str, String)> {
+                vec![$((stringify!($field), self.$field.to_string())),*]
+            }
+
+            /// Sets the counter `name` from its text. `Ok(false)` for a name this version does
+            /// not know (a counter written by a newer kafkalog: skipped).
+            ///
+            /// # Errors
+            /// `name=value` and why, when the text is not a value of the counter's type.
+            pub fn set_named(&mut self, name: &str, value: &str) -> std::result::Result<bool, String> {
+                match name {
+                    $(stringify!($field) => {
+                        self.$field = value.parse::<$ty>().map_err(|e| format!("{name}={value}: {e}"))?;
+                    })*
+                    _ => return Ok(false),
+                }
+                self.throttled_ns = self.throttled_ms.saturating_mul(1_000_000);
+                Ok(true)
+            }
+        }
+    };
+}
+cleaner_stats_fields!(define_named_access);
+
 fn mb(bytes: f64) -> f64 {
     bytes / (1024.0 * 1024.0)
 }
@@ -200,6 +229,20 @@ mod tests {
         assert_eq!(CleanerStats::FIELDS[..2], ["bytes_read", "bytes_written"]);
         assert_eq!(CleanerStats::FIELDS[15], "throttled_ms");
         assert_eq!(CleanerStats::default().throttled_ns, 0);
+    }
+
+    #[test]
+    fn named_values_read_back() {
+        let mut s =
+            CleanerStats { bytes_read: 7, buffer_utilization: 0.1 + 0.2, throttled_ms: 3, ..CleanerStats::default() };
+        s.elapsed_secs = 1e-9;
+        let mut back = CleanerStats::default();
+        for (name, value) in s.named_values() {
+            assert_eq!(back.set_named(name, &value), Ok(true), "{name}");
+        }
+        assert_eq!(back, CleanerStats { started: back.started, throttled_ns: 3_000_000, ..s });
+        assert_eq!(back.set_named("from_the_future", "1"), Ok(false));
+        assert!(back.set_named("bytes_read", "-1").unwrap_err().starts_with("bytes_read=-1: "));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! the log's range by Kafka's `LogCleanerManager.cleanableOffsets` rules (an entry below the
 //! log start or above the log end means the log start, with Kafka's warning), the clean runs
 //! from there when Kafka's cleaner would pick the log, and the new first dirty offset is written
-//! back (`checkpoint::cleaner_checkpoint`, which keeps the other partitions' entries).
+//! back (`checkpoint::cleaner_checkpoint`, which keeps the other partitions' entries), and the
+//! clean with its stats beside it (`last_clean`).
 //!
 //! Kafka's choice (`grabFilthiestCompactedLog`) is followed: a log is cleaned when its dirty
 //! ratio (cleanable bytes over clean + cleanable bytes) is above `min.cleanable.dirty.ratio`, or
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use super::compact::{CompactOptions, CompactResult};
 use super::compactor::Compactor;
 pub use super::inspection::SkipReason;
+use super::last_clean::{record_on_demand, CleanedBy, LastClean};
 use super::log_to_clean::{cleanable_offsets, LogToClean};
 use crate::checkpoint::cleaner_checkpoint::{read_cleaner_checkpoint, update_cleaner_checkpoint};
 use crate::error::Result;
@@ -101,5 +103,28 @@ pub fn compact_dirty(
             Err(e) => outcome.checkpoint_error = Some(e),
         }
     }
+    if let (Some(result), None) = (&outcome.result, &outcome.checkpoint_error) {
+        record_last_clean(log, result, now);
+    }
     Ok(outcome)
+}
+
+/// Keeps a clean that did work in the log dir's `kafkalog-last-clean` (after its checkpoint
+/// entry, so the file never names a clean the checkpoint has not seen). A failure is a
+/// warning: the file is informational, and the clean and its checkpoint stand. `now` is the
+/// clean's "now" (the compactor's clock, or the time the caller gave).
+fn record_last_clean(log: &UnifiedLog, result: &CompactResult, now: i64) {
+    if result.passes.is_empty() {
+        return;
+    }
+    let clean = LastClean {
+        time_ms: now,
+        first_dirty_offset: result.first_dirty_offset,
+        end_offset: result.end_offset,
+        by: CleanedBy::OnDemand,
+        stats: result.stats.clone(),
+    };
+    if let Err(e) = record_on_demand(log.log_dir(), log.topic_partition(), clean) {
+        log::warn!("the last clean of {} is not kept on disk: {e}", log.topic_partition());
+    }
 }

@@ -626,7 +626,7 @@ impl Core {
         }));
         let (end, status) = match result {
             Ok(Ok((end, stats))) => {
-                self.record_stats(cleaner.id(), &tp, start, end, &stats, pre_clean);
+                self.record_stats(cleaner.id(), &ltc.log, start, end, &stats, pre_clean);
                 *slot.last_stats.lock() = Some(stats.clone());
                 (end, CleanStatus::Cleaned(stats))
             }
@@ -663,16 +663,9 @@ impl Core {
     }
 
     /// Logs Kafka's summary of one clean (`recordStats`).
-    fn record_stats(
-        &self,
-        id: usize,
-        tp: &TopicPartition,
-        from: i64,
-        to: i64,
-        stats: &CleanerStats,
-        pre: PreCleanStats,
-    ) {
-        self.manager.record_clean(tp, from, to, stats);
+    fn record_stats(&self, id: usize, log: &UnifiedLog, from: i64, to: i64, stats: &CleanerStats, pre: PreCleanStats) {
+        let tp = log.topic_partition();
+        self.manager.record_clean(tp, log.log_dir(), from, to, stats);
         log::info!("{}", stats.summary(id, &tp.to_string(), from, to));
         if pre.delayed_partitions > 0 {
             log::info!(
@@ -765,12 +758,10 @@ impl Core {
         match result {
             Ok(r) => {
                 self.manager.done_cleaning(tp, &dir, r.end_offset)?;
-                // `compact_log` logged each pass's stats block as it finished.
-                for pass in &r.passes {
-                    self.manager.record_clean(tp, pass.first_dirty_offset, pass.end_offset, &pass.stats);
-                }
+                // `compact_log` logged each pass's stats block as it finished; the last clean is
+                // the whole of it.
                 if !r.passes.is_empty() {
-                    self.manager.record_clean(tp, r.first_dirty_offset, r.end_offset, &r.stats);
+                    self.manager.record_clean(tp, &dir, r.first_dirty_offset, r.end_offset, &r.stats);
                 }
                 self.manager.retry_uncleanable(Some(tp));
                 Ok(r)

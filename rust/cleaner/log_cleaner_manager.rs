@@ -24,6 +24,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::cleaner_stats::CleanerStats;
+use super::last_clean::{read_last_cleans, write_last_cleans, CleanedBy, LastClean};
 use super::log_to_clean::{calculate_cleanable_bytes, cleanable_offsets, max_compaction_delay, LogToClean};
 use crate::checkpoint::checkpoint_file::{read_checkpoint_or_empty, write_checkpoint};
 use crate::config::LogConfig;
@@ -98,19 +99,6 @@ pub struct UncleanablePartition {
     config: Option<Arc<LogConfig>>,
 }
 
-/// The last clean of a partition (no Kafka counterpart; Kafka only logs it). Plain data.
-#[derive(Debug, Clone)]
-pub struct LastClean {
-    /// When it finished (ms).
-    pub time_ms: i64,
-    /// Its dirty range start.
-    pub first_dirty_offset: i64,
-    /// The checkpoint it left.
-    pub end_offset: i64,
-    /// What it did.
-    pub stats: CleanerStats,
-}
-
 #[derive(Default)]
 struct State {
     in_progress: HashMap<TopicPartition, LogCleaningState>,
@@ -157,7 +145,16 @@ impl LogCleanerManager {
     ) -> Self {
         let checkpoints =
             log_dirs.iter().map(|d| (d.clone(), read_checkpoint_or_empty(d, CLEANER_OFFSET_CHECKPOINT_FILE))).collect();
-        let state = State { checkpoints, time_of_last_run: clock.milliseconds(), ..State::default() };
+        let mut last_clean = HashMap::new();
+        for dir in log_dirs {
+            match read_last_cleans(dir) {
+                Ok(cleans) => last_clean.extend(cleans),
+                Err(e) => {
+                    log::warn!("{e}: the last cleans it records are ignored and it is replaced at the next clean");
+                }
+            }
+        }
+        let state = State { checkpoints, last_clean, time_of_last_run: clock.milliseconds(), ..State::default() };
         LogCleanerManager { logs, failure_channel, clock, state: Mutex::new(state), changed: Condvar::new() }
     }
 
@@ -599,11 +596,31 @@ impl LogCleanerManager {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// Notes the last clean of `tp`, for the status.
-    pub fn record_clean(&self, tp: &TopicPartition, first_dirty_offset: i64, end_offset: i64, stats: &CleanerStats) {
+    /// Notes the last clean of `tp` for the status, and keeps it in `dir`'s
+    /// `kafkalog-last-clean` with the last cleans of the dir's other partitions (a failed write
+    /// is a warning: the file is informational, the clean and its checkpoint stand).
+    pub fn record_clean(
+        &self,
+        tp: &TopicPartition,
+        dir: &Path,
+        first_dirty_offset: i64,
+        end_offset: i64,
+        stats: &CleanerStats,
+    ) {
         let time_ms = self.clock.milliseconds();
-        let last = LastClean { time_ms, first_dirty_offset, end_offset, stats: stats.clone() };
-        self.state.lock().last_clean.insert(tp.clone(), last);
+        let last =
+            LastClean { time_ms, first_dirty_offset, end_offset, by: CleanedBy::LogCleaner, stats: stats.clone() };
+        let mut state = self.state.lock();
+        state.last_clean.insert(tp.clone(), last);
+        let in_dir: BTreeMap<TopicPartition, LastClean> = self
+            .logs()
+            .into_iter()
+            .filter(|(_, log)| log.log_dir() == dir)
+            .filter_map(|(tp, _)| state.last_clean.get(&tp).map(|c| (tp, c.clone())))
+            .collect();
+        if let Err(e) = write_last_cleans(dir, &in_dir) {
+            log::warn!("the last clean of {tp} is not kept on disk: {e}");
+        }
     }
 
     /// The last clean of `tp`.

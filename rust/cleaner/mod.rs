@@ -18,6 +18,7 @@
 //!   `cleaner-offset-checkpoint` files, uncleanable partitions (Kafka's `LogCleanerManager`);
 //! - [`log_cleaner`]: the cleaner threads, on-demand compaction, the gauges (`LogCleaner`);
 //! - [`cleaner_status`]: the per-partition compaction picture;
+//! - [`last_clean`]: the last clean of each partition, kept on disk (`kafkalog-last-clean`);
 //! - [`inspection`]: a read-only look at one log through the cleaner's rules (sections, whether
 //!   it would be cleaned and why not, tombstones and their horizons), for tools.
 
@@ -31,6 +32,7 @@ pub mod dirty_clean;
 pub mod filter;
 pub mod inspection;
 mod io_buffers;
+pub mod last_clean;
 pub mod log_cleaner;
 pub mod log_cleaner_manager;
 pub mod log_to_clean;

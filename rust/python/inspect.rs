@@ -1,17 +1,20 @@
 //! A read-only look at one log for tools (`kafkalog stats`): the cleaner's sections and choice
 //! (`cleaner::inspection`), each segment's tombstones and their delete horizons, and what
-//! retention would delete (`UnifiedLog::retention_plan`). Module functions over a
+//! retention would delete (`UnifiedLog::retention_plan`); the last cleans a log dir records
+//! (`cleaner::last_clean`). Module functions over a
 //! `_native.UnifiedLog` handle; they read only, so they work on a read-only open of a live
 //! log. Glue only; results are frozen classes (`py_result!`).
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
+use super::cleaner::CleanerStats;
 use super::errors::run;
 use super::log::PyUnifiedLog;
 use super::records::DeletedSegment;
 use super::results::py_result;
 use crate::cleaner::inspection;
+use crate::cleaner::last_clean::read_last_cleans;
 use crate::log::unified_log::RetentionOptions;
 
 py_result! { record
@@ -79,6 +82,51 @@ py_result! { record
         /// (base offset, ms) of the next segment retention.ms deletes and from when, or None.
         next_expiry: Option<(i64, i64)>,
     }
+}
+
+py_result! { record
+    /// The last clean of one partition, as its log dir's kafkalog-last-clean records it
+    /// (`kafkalog._native.last_cleans`).
+    #[module = "kafkalog"]
+    pub struct LastClean {
+        topic: String,
+        partition: i32,
+        /// When it finished (ms since the epoch).
+        time_ms: i64,
+        /// [first_dirty_offset, end_offset): the dirty range it cleaned; end_offset is the
+        /// cleaner-offset-checkpoint entry it left.
+        first_dirty_offset: i64,
+        end_offset: i64,
+        /// "log-cleaner" (a LogManager's cleaner) or "on-demand" (compact_dirty: kafkalog
+        /// compact, the Spark compact job).
+        by: String,
+        stats: Py<CleanerStats>,
+    }
+}
+
+/// The last cleans `log_dir`'s kafkalog-last-clean records, by topic and partition; empty
+/// when it has none. Reads only.
+///
+/// # Errors
+/// `OSError` naming the file when it cannot be read; `KafkaLogError` naming the file and line
+/// when it is malformed.
+#[pyfunction]
+pub fn last_cleans(py: Python<'_>, log_dir: std::path::PathBuf) -> PyResult<Vec<LastClean>> {
+    let cleans = run(py, move || read_last_cleans(&log_dir))?;
+    cleans
+        .into_iter()
+        .map(|(tp, c)| {
+            Ok(LastClean {
+                topic: tp.topic,
+                partition: tp.partition,
+                time_ms: c.time_ms,
+                first_dirty_offset: c.first_dirty_offset,
+                end_offset: c.end_offset,
+                by: c.by.name().to_string(),
+                stats: CleanerStats::py(py, &c.stats)?,
+            })
+        })
+        .collect()
 }
 
 /// The cleaner's sections of `log` at `time_ms`, from its log dir's cleaner-offset-checkpoint

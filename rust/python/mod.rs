@@ -95,9 +95,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<inspect::CleanableSections>()?;
     m.add_class::<inspect::SegmentTombstones>()?;
     m.add_class::<inspect::RetentionPlan>()?;
+    m.add_class::<inspect::LastClean>()?;
     m.add_function(wrap_pyfunction!(inspect::cleaner_sections, m)?)?;
     m.add_function(wrap_pyfunction!(inspect::tombstones, m)?)?;
     m.add_function(wrap_pyfunction!(inspect::retention_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect::last_cleans, m)?)?;
     m.add_class::<verify::VerifyFinding>()?;
     m.add_class::<verify::PartitionCheck>()?;
     m.add_function(wrap_pyfunction!(verify::verify_partition, m)?)?;

@@ -46,6 +46,8 @@ class Fixture:
     tombstones: dict[int, int] = field(default_factory=dict)
     #: users partition -> the cleaner-offset-checkpoint entry after the first clean.
     cleaned_to: dict[int, int] = field(default_factory=dict)
+    #: users partition -> (time, first dirty offset, stats) of the first clean.
+    cleans: dict[int, tuple[int, int, kafkalog.CleanerStats]] = field(default_factory=dict)
     #: users partition -> (base offset, max timestamp) of the dirty segment.
     dirty_segment: dict[int, tuple[int, int]] = field(default_factory=dict)
     #: events-0's segments: base offset -> max timestamp.
@@ -74,6 +76,7 @@ def _users(fixture: Fixture, partition: int, cleaned_ago: int, dirty_records: in
         outcome = log.compact_dirty(time_ms=cleaned_at, dedupe_buffer_size=1 << 16)
         assert outcome.result is not None and outcome.checkpoint_written is not None
         fixture.cleaned_to[partition] = outcome.checkpoint_written
+        fixture.cleans[partition] = (cleaned_at, outcome.result.first_dirty_offset, outcome.result.stats)
         base = log.log_end_offset
         log.append(_keyed(dirty_records, NOW - DAY, 0, start=3))
         fixture.dirty_segment[partition] = (base, NOW - DAY)

@@ -84,13 +84,50 @@ def test_json_compaction_sections_eligibility_and_last_clean(built: cli_logs.Fix
         assert k["cleanable_bytes"] == p["segments"][1]["size"]
         assert k["uncleanable_bytes"] == active["size"]
         assert k["dirty_ratio"] == pytest.approx(k["cleanable_bytes"] / (k["clean_bytes"] + k["cleanable_bytes"]))
-        assert f"cleaned up to offset {k['checkpoint']}" in k["last_clean"]
-        assert "records nothing more" in k["last_clean"]
+        cleaned_at, first_dirty, stats = built.cleans[p["partition"]]
+        last = k["last_clean"]
+        assert (last["time_ms"], last["age_ms"], last["by"]) == (cleaned_at, built.now - cleaned_at, "on-demand")
+        assert (last["first_dirty_offset"], last["end_offset"]) == (first_dirty, k["checkpoint"])
+        assert last["stats"] == {name: getattr(stats, name) for name in kafkalog.CleanerStats.FIELDS}
+        assert last["stats"]["messages_read"] == 80 and last["stats"]["tombstones_retained"] > 0
+        assert k["last_clean_note"] is None
     assert below["dirty_ratio"] < 0.5 and below["eligible"] is False
     assert below["not_eligible_reason"] == "below min.cleanable.dirty.ratio"
     assert "max.compaction.lag.ms is unlimited" in below["eligible_when"]
     assert eligible["dirty_ratio"] > 0.5 and eligible["eligible"] is True and eligible["not_eligible_reason"] is None
     assert parts["events-0"]["compaction"] is None
+
+
+def test_the_last_clean_is_shown_and_what_the_files_say_beside_it(built: cli_logs.Fixture, tmp_path: Path) -> None:
+    """The clean kept in kafkalog-last-clean is printed with its stats; a dir whose checkpoint
+    moved past it, or that has the checkpoint alone (a Kafka broker's clean), says so; a
+    malformed file is a problem named with its line, and the partitions are still shown."""
+    done = run("stats", str(built.log_dir), "--now-ms", str(built.now), *TOPIC_CONFIG_ARGS, "--topic", "users")
+    assert done.returncode == 0, done.stderr
+    _, _, stats = built.cleans[0]
+    assert "last clean: 2" in done.stdout and "(5.0 d ago) by an on-demand clean" in done.stdout
+    assert f"{stats.messages_read:,} -> {stats.messages_written:,} records" in done.stdout
+
+    copy = tmp_path / "d"
+    shutil.copytree(built.log_dir, copy)
+    kafkalog.checkpoints.write_offset_checkpoint(copy / "cleaner-offset-checkpoint", {("users", 0): 82, ("users", 1): built.cleaned_to[1]})
+    doc = stats_json(cli_logs.Fixture(copy, built.now))
+    k = partitions(doc)["users-0"]["compaction"]
+    assert k["last_clean"]["end_offset"] == built.cleaned_to[0]
+    assert k["last_clean_note"].startswith(f"the cleaner-offset-checkpoint entry is 82, not this clean's end {built.cleaned_to[0]}")
+
+    (copy / "kafkalog-last-clean").unlink()
+    k = partitions(stats_json(cli_logs.Fixture(copy, built.now)))["users-1"]["compaction"]
+    assert k["last_clean"] is None
+    assert k["last_clean_note"].startswith(f"cleaned up to offset {built.cleaned_to[1]} (the log dir's cleaner-offset-checkpoint); no kafkalog-last-clean entry")
+
+    (copy / "kafkalog-last-clean").write_text("0\n1\nusers 0 1 2 3 janitor\n")
+    done = run("stats", str(copy), "--json", "--now-ms", str(built.now), *TOPIC_CONFIG_ARGS)
+    assert done.returncode == 0, done.stderr  # a report: verify is the command that fails on problems
+    doc = json.loads(done.stdout)
+    (problem,) = doc["log_dirs"][0]["checkpoint_errors"]
+    assert problem.startswith("kafkalog-last-clean: ") and "line 3" in problem and "janitor" in problem
+    assert partitions(doc)["users-0"]["compaction"]["last_clean"] is None
 
 
 def test_json_lag_and_max_lag_say_when_the_partition_becomes_eligible(built: cli_logs.Fixture) -> None:

@@ -133,6 +133,30 @@ def test_run_cleaner_once_cleans_the_filthiest_partition(tmp_path: Path) -> None
         assert m.run_cleaner_once() is None, "nothing left below the active segment"
 
 
+def test_the_last_clean_is_kept_on_disk_and_known_after_a_restart(tmp_path: Path) -> None:
+    """Kafka's cleaner forgets a clean's stats at a restart; kafkalog keeps the last clean of
+    each partition in the log dir's kafkalog-last-clean, written by the cleaner thread and read
+    back by the next LogManager (and by ``kafkalog stats``)."""
+    a = tmp_path / "a"
+    with open_manager(a, BROKER) as m:
+        log = m.create_log("c", 0, COMPACTED)
+        m.create_log("c", 1, COMPACTED)
+        fill_keys(log, 40, 4)
+        outcome = m.run_cleaner_once()
+        assert outcome is not None and outcome.stats is not None
+        cleaned_at = m.time_ms
+    (recorded,) = kafkalog.cleaner.read_last_cleans(a).values()
+    assert (recorded.topic, recorded.partition, recorded.by, recorded.time_ms) == ("c", 0, "log-cleaner", cleaned_at)
+    assert (recorded.first_dirty_offset, recorded.end_offset) == (0, outcome.end_offset)
+    assert recorded.stats == outcome.stats
+    with open_manager(a, BROKER, time_ms=cleaned_at + 1000, topic_configs={"c": COMPACTED}) as m:
+        statuses = {s.partition: s for s in m.cleaner_status()}
+        assert statuses[0].last_clean_ms == cleaned_at
+        assert statuses[0].last_clean_range == (0, outcome.end_offset)
+        assert statuses[0].last_clean_stats == outcome.stats
+        assert statuses[1].last_clean_ms is None
+
+
 def test_compact_now_goes_through_the_manager(tmp_path: Path) -> None:
     a = tmp_path / "a"
     with open_manager(a, BROKER) as m:
@@ -267,3 +291,20 @@ def test_cleaner_threads_start_with_the_scheduler_and_clean(tmp_path: Path) -> N
 def test_public_names() -> None:
     assert kafkalog.CleanerStatus is CleanerStatus
     assert {"CleanerStatus", "CleanOutcome"} <= set(kafkalog.__all__)
+
+
+def test_a_clean_marks_the_snapshots_of_merged_segments_for_deletion(tmp_path: Path) -> None:
+    """Kafka's ``UnifiedLog.replaceSegments`` deletes (asynchronously) the producer snapshots of
+    the replaced segments whose base offset no cleaned segment has: merging segments 0 and 50
+    leaves no live ``50.snapshot`` (``kafkalog verify`` called it a stray snapshot)."""
+    path = tmp_path / "t-0"
+    with UnifiedLog.open(path, {"cleanup.policy": "compact"}) as log:
+        for _ in range(2):
+            log.append([Record(f"k{i % 5}".encode(), b"v") for i in range(50)])
+            log.roll()
+        assert (path / "00000000000000000050.snapshot").exists()
+        result = log.compact_now()
+        assert [s.base_offset for s in log.segments] == [0, 100] and result.stats.segments_written == 1
+        assert not (path / "00000000000000000050.snapshot").exists()
+        assert (path / "00000000000000000050.snapshot.deleted").exists()
+        assert (path / "00000000000000000100.snapshot").exists(), "the snapshot of a kept base stays"

@@ -165,7 +165,24 @@ def _compaction_text(k: Doc, w: Any) -> None:
         w(f"      not eligible now: {k['not_eligible_detail']}\n")
         if k["eligible_when"]:
             w(f"      becomes eligible: {k['eligible_when']}\n")
-    w(f"      last clean: {k['last_clean']}\n")
+    _last_clean_text(k["last_clean"], k["last_clean_note"], w)
+
+
+def _last_clean_text(last: Doc | None, note: str | None, w: Any) -> None:
+    if last is None:
+        w(f"      last clean: {note}\n")
+        return
+    st = last["stats"]
+    by = "a LogManager's cleaner" if last["by"] == "log-cleaner" else "an on-demand clean (kafkalog compact, Spark)"
+    w(f"      last clean: {last['time']} ({_ms(last['age_ms'])} ago) by {by}, dirty section "
+      f"[{last['first_dirty_offset']}, {last['end_offset']})\n")
+    smaller = 100.0 * (1 - st["bytes_written"] / st["bytes_read"]) if st["bytes_read"] else 0.0
+    w(f"        {_n(st['messages_read'])} -> {_n(st['messages_written'])} records, {_n(st['bytes_read'])} -> "
+      f"{_n(st['bytes_written'])} bytes ({smaller:.1f}% smaller) in {st['elapsed_secs']:.3f} s; "
+      f"tombstones {_n(st['tombstones_removed'])} removed, {_n(st['tombstones_retained'])} kept; "
+      f"offset map {100 * st['buffer_utilization']:.1f}% full\n")
+    if note:
+        w(f"        note: {note}\n")
 
 
 def _tombstones_text(t: Doc, compacted: bool, w: Any) -> None:

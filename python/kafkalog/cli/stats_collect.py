@@ -17,8 +17,10 @@ Where the numbers come from, offline:
 - tombstones and their delete horizons (``UnifiedLog.tombstones``: every batch decoded);
 - retention (``UnifiedLog.retention_plan``: Kafka's ``deleteOldSegments`` as a dry run).
 
-A log dir records no time or stats of a clean (Kafka keeps them in the cleaner's memory and
-log): the last clean is the checkpointed clean end, and the document says so.
+- the last clean and its stats: the dir's ``kafkalog-last-clean``, which kafkalog's cleans keep
+  (a LogManager's cleaner, ``kafkalog compact``, the Spark compact job; Kafka keeps these only
+  in its cleaner's memory and log, so after a broker's clean the dir has the checkpoint alone,
+  and the document says so).
 
 Thread-safety: plain functions; each call opens and closes its own read-only handles.
 """
@@ -33,6 +35,7 @@ from typing import Any
 
 from .._native import DiscoveredPartition, discover, probe_log_dir_lock
 from ..checkpoints import read_offset_checkpoint
+from ..cleaner import LastClean, read_last_cleans
 from ..exceptions import KafkaLogError, KafkaLogIOError
 from ..log import UnifiedLog
 from . import UsageError
@@ -114,17 +117,26 @@ def _log_dir(log_dir: str, found: list[DiscoveredPartition], configs: TopicConfi
                 checkpoints[name] = read_offset_checkpoint(path)
             except KafkaLogError as e:
                 problems.append(f"{name}: {e}")
+    try:
+        cleans = read_last_cleans(log_dir)
+    except (KafkaLogError, OSError) as e:
+        cleans = {}
+        problems.append(f"kafkalog-last-clean: {e}")
     return {
         "path": log_dir,
         "lock": {"held": probe.held, "pid": probe.pid, "holder": probe.holder, "lock_file": probe.lock_file},
         "checkpoint_files": sorted(checkpoints),
         "checkpoint_errors": problems,
-        "partitions": [_partition(p, checkpoints, configs, now_ms) for p in found],
+        "partitions": [_partition(p, checkpoints, cleans, configs, now_ms) for p in found],
     }
 
 
 def _partition(
-    found: DiscoveredPartition, checkpoints: dict[str, dict[tuple[str, int], int]], configs: TopicConfigs, now_ms: int
+    found: DiscoveredPartition,
+    checkpoints: dict[str, dict[tuple[str, int], int]],
+    cleans: dict[tuple[str, int], LastClean],
+    configs: TopicConfigs,
+    now_ms: int,
 ) -> Doc:
     tp = (found.topic, found.partition)
     overrides, _ = configs.for_topic(found.topic)
@@ -137,13 +149,13 @@ def _partition(
     }
     try:
         with UnifiedLog.open(found.path, overrides, read_only=True, create=False) as log:
-            _fill(doc, log, {name: c.get(tp) for name, c in checkpoints.items()}, now_ms)
+            _fill(doc, log, {name: c.get(tp) for name, c in checkpoints.items()}, cleans.get(tp), now_ms)
     except KafkaLogError as e:
         doc["error"] = f"{type(e).__name__}: {e}"
     return doc
 
 
-def _fill(doc: Doc, log: UnifiedLog, entries: dict[str, int | None], now_ms: int) -> None:
+def _fill(doc: Doc, log: UnifiedLog, entries: dict[str, int | None], last: LastClean | None, now_ms: int) -> None:
     config = log.config
     doc["config"] = {k: config[k] for k in SHOWN_KEYS if k in config}
     offsets = _offsets(log, entries)
@@ -169,7 +181,8 @@ def _fill(doc: Doc, log: UnifiedLog, entries: dict[str, int | None], now_ms: int
     doc["bytes"] = sum(s["size"] for s in segments)
     doc["records"] = sum(s["records"] for s in segments)
     policy = [p.strip() for p in config["cleanup.policy"].split(",")]
-    doc["compaction"] = _compaction(log, config, segments, entries.get("cleaner-offset-checkpoint"), now_ms) if "compact" in policy else None
+    checkpoint = entries.get("cleaner-offset-checkpoint")
+    doc["compaction"] = _compaction(log, config, segments, checkpoint, last, now_ms) if "compact" in policy else None
     doc["tombstones"] = _tombstones(list(tombstones.values()), config)
     doc["retention"] = _retention(log, config, policy, offsets["log_start_offset"], now_ms)
     doc["future_timestamp_segments"] = [
@@ -205,7 +218,9 @@ def _offsets(log: UnifiedLog, entries: dict[str, int | None]) -> Doc:
     }
 
 
-def _compaction(log: UnifiedLog, config: dict[str, str], segments: list[Doc], checkpoint: int | None, now_ms: int) -> Doc:
+def _compaction(
+    log: UnifiedLog, config: dict[str, str], segments: list[Doc], checkpoint: int | None, last: LastClean | None, now_ms: int
+) -> Doc:
     s = log.cleaner_sections(time_ms=now_ms)
     reason, detail = None, s.skipped
     if s.skipped is not None:
@@ -213,13 +228,6 @@ def _compaction(log: UnifiedLog, config: dict[str, str], segments: list[Doc], ch
         if reason == "nothing dirty" and s.uncleanable_bound == "min.compaction.lag.ms":
             reason = "min.compaction.lag.ms"
     at, when = _eligible_when(s, config, segments, log, reason)
-    if checkpoint is None:
-        last = "no cleaner-offset-checkpoint entry: no clean of this partition is recorded in its log dir"
-    else:
-        last = (
-            f"cleaned up to offset {checkpoint} (the log dir's cleaner-offset-checkpoint); the log dir records "
-            "nothing more of a clean (no time, no stats: Kafka keeps those in the cleaner's memory and log)"
-        )
     return {
         "checkpoint": s.checkpoint,
         "first_dirty_offset": s.first_dirty_offset,
@@ -238,8 +246,43 @@ def _compaction(log: UnifiedLog, config: dict[str, str], segments: list[Doc], ch
         "eligible_at_ms": at,
         "eligible_at": iso(at),
         "eligible_when": when,
-        "last_clean": last,
+        "last_clean": _last_clean(last, now_ms),
+        "last_clean_note": _last_clean_note(last, checkpoint),
     }
+
+
+def _last_clean(last: LastClean | None, now_ms: int) -> Doc | None:
+    """The last clean the dir records, with its stats (``CleanerStats``' fields)."""
+    if last is None:
+        return None
+    stats = {name: getattr(last.stats, name) for name in last.stats.FIELDS}
+    return {
+        "time_ms": last.time_ms,
+        "time": iso(last.time_ms),
+        "age_ms": now_ms - last.time_ms,
+        "by": last.by,
+        "first_dirty_offset": last.first_dirty_offset,
+        "end_offset": last.end_offset,
+        "stats": stats,
+    }
+
+
+def _last_clean_note(last: LastClean | None, checkpoint: int | None) -> str | None:
+    """What the dir's files say beside (or instead of) the recorded clean."""
+    if last is None and checkpoint is None:
+        return "no clean of this partition is recorded in its log dir (no cleaner-offset-checkpoint entry)"
+    if last is None:
+        return (
+            f"cleaned up to offset {checkpoint} (the log dir's cleaner-offset-checkpoint); no kafkalog-last-clean "
+            "entry: the clean was not kafkalog's (a Kafka broker keeps a clean's time and stats only in its "
+            "cleaner's memory and log)"
+        )
+    if checkpoint != last.end_offset:
+        return (
+            f"the cleaner-offset-checkpoint entry is {checkpoint}, not this clean's end {last.end_offset}: "
+            "a clean kafkalog did not record (a Kafka broker's) ran since, or the entry was reset"
+        )
+    return None
 
 
 def _eligible_when(

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use parking_lot::MutexGuard;
 
 use super::UnifiedLog;
+use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::file_names::{CLEANED_FILE_SUFFIX, SEGMENT_FILE_SUFFIXES};
 use crate::segment::log_segment::LogSegment;
@@ -156,7 +157,7 @@ impl UnifiedLog {
         let _lock = self.write_lock.lock();
         let config = self.config();
         match self.handle_io(self.local.replace_segments(new, old, &config)) {
-            Ok(()) => Ok(()),
+            Ok(()) => self.handle_io(self.delete_replaced_snapshots(new, old, &config)),
             Err(e) => {
                 // Some renames may have happened: the segment map and the files can disagree,
                 // and only a reopen (whose loader completes or rolls back the replace) makes
@@ -172,6 +173,27 @@ impl UnifiedLog {
                 Err(e)
             }
         }
+    }
+
+    /// Marks for deletion the producer snapshots of the replaced segments whose base offset no
+    /// new segment has (Kafka's `replaceSegments` then `deleteProducerSnapshots(asyncDelete =
+    /// true)`): renamed `.deleted`, unlinked after `file.delete.delay.ms`. The caller holds the
+    /// write lock.
+    fn delete_replaced_snapshots(
+        &self,
+        new: &[Arc<LogSegment>],
+        old: &[Arc<LogSegment>],
+        config: &LogConfig,
+    ) -> Result<()> {
+        let kept: std::collections::HashSet<i64> = new.iter().map(|s| s.base_offset()).collect();
+        let mut marked = Vec::new();
+        {
+            let mut psm = self.producer_state.lock();
+            for s in old.iter().filter(|s| !kept.contains(&s.base_offset())) {
+                marked.extend(psm.remove_and_mark_snapshot_for_deletion(s.base_offset())?);
+            }
+        }
+        self.local.schedule_file_deletion(marked.into_iter().map(|s| s.file().to_path_buf()).collect(), config)
     }
 
     /// Splits a segment whose offsets overflow its index (pre-KAFKA-6264 data) under the log
