@@ -42,7 +42,7 @@ use crate::file_names::{
 use crate::index::transaction_index::AbortedTxn;
 use crate::record::records::AnyBatch;
 use crate::segment::file_records::FileRecords;
-use crate::segment::log_segment::LogSegment;
+use crate::segment::log_segment::{IndexWrite, LogSegment};
 use crate::util::clock::SharedClock;
 use crate::util::file::delete_if_exists;
 
@@ -144,7 +144,7 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
     result.segments_loaded = bases.len();
     for &base in &needs_recovery {
         if let Some(segment) = local.segments().get(base) {
-            recover_or_split(&segment, params, &local, &mut result)?;
+            recover_or_split(&segment, params, &local, &mut result, IndexWrite::Atomic)?;
         }
     }
     let is_delete_dir = dir.file_name().is_some_and(|n| n.to_string_lossy().ends_with(DELETE_DIR_SUFFIX));
@@ -451,10 +451,11 @@ fn recover_or_split(
     params: &LoadParams<'_>,
     local: &LocalLog,
     result: &mut LoadResult,
+    write: IndexWrite,
 ) -> Result<u64> {
     // A split replaces the segment with parts in [its base, the next segment's base).
     let next_base = local.segments().higher_segment(segment.base_offset()).map_or(i64::MAX, |s| s.base_offset());
-    let outcome = match recover_segment(segment, params, local) {
+    let outcome = match recover_segment(segment, params, local, write) {
         Err(Error::OffsetOverflow { offset, .. }) => {
             log::warn!(
                 "Caught segment overflow error: offset {offset} does not fit log segment {} (a log written \
@@ -493,7 +494,7 @@ fn recover_or_split(
 /// manager is rebuilt up to the segment's base offset (from the latest snapshot below it), the
 /// segment's batches are replayed into it as they are validated, rebuilding the `.txnindex`,
 /// and a snapshot is taken at the segment's end so the next recovery need not replay it again.
-fn recover_segment(segment: &LogSegment, params: &LoadParams<'_>, local: &LocalLog) -> Result<u64> {
+fn recover_segment(segment: &LogSegment, params: &LoadParams<'_>, local: &LocalLog, write: IndexWrite) -> Result<u64> {
     let Some(setup) = params.producer_state.filter(|_| !params.read_only) else { return segment.recover() };
     let clock = local.clock().clone();
     let mut psm = ProducerStateManager::new(
@@ -511,17 +512,20 @@ fn recover_segment(segment: &LogSegment, params: &LoadParams<'_>, local: &LocalL
         now: clock.milliseconds(),
     };
     rebuild_producer_state(&mut psm, local.segments(), &rebuild)?;
-    let truncated = segment.recover_rebuilding_txn_index(&mut |batch: &AnyBatch<'_>| {
-        let AnyBatch::V2(batch) = batch else { return Ok(None) };
-        let mut aborted = None;
-        psm.update_from_recovered_batch(batch, |txn, lso| {
-            if txn.is_aborted {
-                aborted = Some(AbortedTxn::new(txn.producer_id, txn.first_offset, txn.last_offset, lso));
-            }
-            Ok(())
-        })?;
-        Ok(aborted)
-    })?;
+    let truncated = segment.recover_rebuilding_txn_index(
+        &mut |batch: &AnyBatch<'_>| {
+            let AnyBatch::V2(batch) = batch else { return Ok(None) };
+            let mut aborted = None;
+            psm.update_from_recovered_batch(batch, |txn, lso| {
+                if txn.is_aborted {
+                    aborted = Some(AbortedTxn::new(txn.producer_id, txn.first_offset, txn.last_offset, lso));
+                }
+                Ok(())
+            })?;
+            Ok(aborted)
+        },
+        write,
+    )?;
     psm.take_snapshot(true)?;
     Ok(truncated)
 }
@@ -572,7 +576,8 @@ fn recover_unflushed(
             dir.display()
         );
         let next_base = pending.front().map_or(i64::MAX, |s| s.base_offset());
-        if recover_or_split(&segment, params, local, result)? > 0 {
+        // At or past the recovery point: a crash before the next flush recovers it again.
+        if recover_or_split(&segment, params, local, result, IndexWrite::InPlace)? > 0 {
             let doomed = local.segments().values_range(next_base, i64::MAX);
             if !doomed.is_empty() {
                 log::warn!(
@@ -610,7 +615,7 @@ fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut Lo
                     "{} ends in an incomplete batch although the log was shut down cleanly; recovering it",
                     active.path().display()
                 );
-                recover_or_split(&active, params, local, result)?;
+                recover_or_split(&active, params, local, result, IndexWrite::Atomic)?;
                 let active = local.segments().last_segment().unwrap_or(active);
                 active.read_next_offset_and_end()?
             }

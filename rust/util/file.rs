@@ -50,6 +50,16 @@ pub fn replace_file(path: &Path, contents: &[u8], sync: bool) -> Result<()> {
     check(path, FaultOp::Rename).and_then(|()| fs::rename(&tmp, path)).map_err(|e| Error::io(path, "rename", e))
 }
 
+/// Truncates (or creates) `path` and writes `contents` into it, nothing fsynced: a crash may
+/// leave the file empty or part-written, so only for files that a crash makes their owner
+/// rebuild anyway (the indexes of a segment recovery would recover again).
+pub fn write_file_in_place(path: &Path, contents: &[u8]) -> Result<()> {
+    let mut f = check(path, FaultOp::Open)
+        .and_then(|()| OpenOptions::new().write(true).create(true).truncate(true).open(path))
+        .map_err(|e| Error::io(path, "create", e))?;
+    check(path, FaultOp::Write).and_then(|()| f.write_all(contents)).map_err(|e| Error::io(path, "write", e))
+}
+
 /// Fsyncs `path` if it exists (Kafka's `Utils.flushFileIfExists`).
 pub fn fsync_file_if_exists(path: &Path) -> Result<()> {
     let f = match File::open(path) {
