@@ -22,6 +22,8 @@ pub trait IndexFile: Sized {
     fn rename(&mut self, to: &Path) -> Result<()>;
     /// Deletes the file.
     fn delete(&mut self) -> Result<bool>;
+    /// The file's path.
+    fn file_path(&self) -> &Path;
 }
 
 impl IndexFile for OffsetIndex {
@@ -37,6 +39,9 @@ impl IndexFile for OffsetIndex {
     fn delete(&mut self) -> Result<bool> {
         self.delete_if_exists()
     }
+    fn file_path(&self) -> &Path {
+        self.path()
+    }
 }
 
 impl IndexFile for TimeIndex {
@@ -51,6 +56,9 @@ impl IndexFile for TimeIndex {
     }
     fn delete(&mut self) -> Result<bool> {
         self.delete_if_exists()
+    }
+    fn file_path(&self) -> &Path {
+        self.path()
     }
 }
 
@@ -78,6 +86,11 @@ impl<T: IndexFile> LazyIndex<T> {
     /// An index that is already open.
     pub fn loaded(index: T, base_offset: i64, max_index_size: usize, read_only: bool) -> Self {
         LazyIndex { state: RwLock::new(State::Loaded(index)), base_offset, max_index_size, read_only }
+    }
+
+    /// The size a read-write open preallocates (`segment.index.bytes`), which `reset` restores.
+    pub fn max_index_size(&self) -> usize {
+        self.max_index_size
     }
 
     /// Whether the file has been opened.
@@ -121,6 +134,42 @@ impl<T: IndexFile> LazyIndex<T> {
             State::Loaded(index) => index,
             State::Unloaded { .. } => unreachable!("index loaded above and never unloaded"),
         }))
+    }
+
+    /// The index file's path.
+    pub fn path(&self) -> PathBuf {
+        match &*self.state.read() {
+            State::Loaded(index) => index.file_path().to_path_buf(),
+            State::Unloaded { path } => path.clone(),
+        }
+    }
+
+    /// Replaces the file with `bytes` (whole entries, an index rebuilt in memory: see
+    /// `index::rebuild`), written once at its final length; a mapping is dropped first and the
+    /// file is opened again on next use. `atomic` writes a `.tmp` file and renames it over the
+    /// index, so a crash leaves the old file or the new one, never a part; otherwise the file is
+    /// truncated and written in place (for a segment that a crash would recover again anyway).
+    /// Nothing is fsynced: the segment's flush does that.
+    ///
+    /// # Errors
+    /// `IllegalState` on a read-only index; `Io` naming the file when a step fails.
+    pub fn rewrite(&self, bytes: &[u8], atomic: bool) -> Result<()> {
+        if self.read_only {
+            return Err(crate::error::Error::ReadOnly { path: self.path() });
+        }
+        let mut state = self.state.write();
+        let path = match &*state {
+            State::Loaded(index) => index.file_path().to_path_buf(),
+            State::Unloaded { path } => path.clone(),
+        };
+        // Unmaps before the file changes length.
+        *state = State::Unloaded { path: path.clone() };
+        drop(state);
+        if atomic {
+            crate::util::file::replace_file(&path, bytes, false)
+        } else {
+            crate::util::file::write_file_in_place(&path, bytes)
+        }
     }
 
     /// Renames the file, whether or not it is open.

@@ -20,6 +20,7 @@
 pub mod lazy;
 mod mmap;
 pub mod offset_index;
+pub mod rebuild;
 pub mod time_index;
 pub mod transaction_index;
 

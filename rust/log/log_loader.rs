@@ -42,7 +42,7 @@ use crate::file_names::{
 use crate::index::transaction_index::AbortedTxn;
 use crate::record::records::AnyBatch;
 use crate::segment::file_records::FileRecords;
-use crate::segment::log_segment::LogSegment;
+use crate::segment::log_segment::{IndexWrite, LogSegment};
 use crate::util::clock::SharedClock;
 use crate::util::file::delete_if_exists;
 
@@ -144,7 +144,7 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
     result.segments_loaded = bases.len();
     for &base in &needs_recovery {
         if let Some(segment) = local.segments().get(base) {
-            recover_or_split(&segment, params, &local, &mut result)?;
+            recover_or_split(&segment, params, &local, &mut result, IndexWrite::Atomic, &mut None)?;
         }
     }
     let is_delete_dir = dir.file_name().is_some_and(|n| n.to_string_lossy().ends_with(DELETE_DIR_SUFFIX));
@@ -451,10 +451,12 @@ fn recover_or_split(
     params: &LoadParams<'_>,
     local: &LocalLog,
     result: &mut LoadResult,
+    write: IndexWrite,
+    carry: &mut Option<ProducerStateManager>,
 ) -> Result<u64> {
     // A split replaces the segment with parts in [its base, the next segment's base).
     let next_base = local.segments().higher_segment(segment.base_offset()).map_or(i64::MAX, |s| s.base_offset());
-    let outcome = match recover_segment(segment, params, local) {
+    let outcome = match recover_segment(segment, params, local, write, carry) {
         Err(Error::OffsetOverflow { offset, .. }) => {
             log::warn!(
                 "Caught segment overflow error: offset {offset} does not fit log segment {} (a log written \
@@ -493,36 +495,65 @@ fn recover_or_split(
 /// manager is rebuilt up to the segment's base offset (from the latest snapshot below it), the
 /// segment's batches are replayed into it as they are validated, rebuilding the `.txnindex`,
 /// and a snapshot is taken at the segment's end so the next recovery need not replay it again.
-fn recover_segment(segment: &LogSegment, params: &LoadParams<'_>, local: &LocalLog) -> Result<u64> {
+///
+/// `carry` holds the manager the previous segment's recovery left (the loader recovers the
+/// segments past the recovery point in order): when it ends at this segment's base with its
+/// snapshot there, it stands in for the fresh one, reloaded in memory from that snapshot's
+/// encoding (`reload_from_own_snapshot`) instead of listing the directory and reading the file
+/// back; the state and the snapshots written are the same. The snapshot is not fsynced (Kafka
+/// fsyncs it): it only saves replaying, a crash that damages it makes the next load delete it
+/// and replay from an older one, and an fsync per segment would bound recovery to the disk's
+/// fsync rate.
+fn recover_segment(
+    segment: &LogSegment,
+    params: &LoadParams<'_>,
+    local: &LocalLog,
+    write: IndexWrite,
+    carry: &mut Option<ProducerStateManager>,
+) -> Result<u64> {
     let Some(setup) = params.producer_state.filter(|_| !params.read_only) else { return segment.recover() };
     let clock = local.clock().clone();
-    let mut psm = ProducerStateManager::new(
-        setup.topic_partition.clone(),
-        local.dir(),
-        setup.max_transaction_timeout_ms,
-        setup.config,
-        clock.clone(),
-    )?;
+    let now = clock.milliseconds();
+    let mut carried = carry.take().filter(|psm| psm.map_end_offset() == segment.base_offset());
+    if let Some(psm) = carried.as_mut() {
+        if !psm.reload_from_own_snapshot(now)? {
+            carried = None;
+        }
+    }
+    let mut psm = match carried {
+        Some(psm) => psm,
+        None => ProducerStateManager::new(
+            setup.topic_partition.clone(),
+            local.dir(),
+            setup.max_transaction_timeout_ms,
+            setup.config,
+            clock.clone(),
+        )?,
+    };
     let rebuild = RebuildParams {
         log_start_offset: params.log_start_offset.unwrap_or(0),
         last_offset: segment.base_offset(),
         reload_from_clean_shutdown: false,
         read_only: false,
-        now: clock.milliseconds(),
+        now,
     };
     rebuild_producer_state(&mut psm, local.segments(), &rebuild)?;
-    let truncated = segment.recover_rebuilding_txn_index(&mut |batch: &AnyBatch<'_>| {
-        let AnyBatch::V2(batch) = batch else { return Ok(None) };
-        let mut aborted = None;
-        psm.update_from_recovered_batch(batch, |txn, lso| {
-            if txn.is_aborted {
-                aborted = Some(AbortedTxn::new(txn.producer_id, txn.first_offset, txn.last_offset, lso));
-            }
-            Ok(())
-        })?;
-        Ok(aborted)
-    })?;
-    psm.take_snapshot(true)?;
+    let truncated = segment.recover_rebuilding_txn_index(
+        &mut |batch: &AnyBatch<'_>| {
+            let AnyBatch::V2(batch) = batch else { return Ok(None) };
+            let mut aborted = None;
+            psm.update_from_recovered_batch(batch, |txn, lso| {
+                if txn.is_aborted {
+                    aborted = Some(AbortedTxn::new(txn.producer_id, txn.first_offset, txn.last_offset, lso));
+                }
+                Ok(())
+            })?;
+            Ok(aborted)
+        },
+        write,
+    )?;
+    psm.take_snapshot(false)?;
+    *carry = Some(psm);
     Ok(truncated)
 }
 
@@ -558,6 +589,8 @@ fn recover_unflushed(
     let from = local.segments().floor_segment(recovery_point).map_or(i64::MIN, |s| s.base_offset());
     let mut pending: std::collections::VecDeque<_> = local.segments().values_range(from, i64::MAX).into();
     let total = pending.len();
+    // The producer state each recovery leaves, for the next segment's (`recover_segment`).
+    let mut carry = None;
     while let Some(segment) = pending.pop_front() {
         if let Some(progress) = params.progress {
             progress(pending.len() + 1);
@@ -572,7 +605,8 @@ fn recover_unflushed(
             dir.display()
         );
         let next_base = pending.front().map_or(i64::MAX, |s| s.base_offset());
-        if recover_or_split(&segment, params, local, result)? > 0 {
+        // At or past the recovery point: a crash before the next flush recovers it again.
+        if recover_or_split(&segment, params, local, result, IndexWrite::InPlace, &mut carry)? > 0 {
             let doomed = local.segments().values_range(next_base, i64::MAX);
             if !doomed.is_empty() {
                 log::warn!(
@@ -610,7 +644,7 @@ fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut Lo
                     "{} ends in an incomplete batch although the log was shut down cleanly; recovering it",
                     active.path().display()
                 );
-                recover_or_split(&active, params, local, result)?;
+                recover_or_split(&active, params, local, result, IndexWrite::Atomic, &mut None)?;
                 let active = local.segments().last_segment().unwrap_or(active);
                 active.read_next_offset_and_end()?
             }

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::file_names::{log_file, offset_index_file, time_index_file, transaction_index_file, with_suffix};
 use crate::index::lazy::LazyIndex;
 use crate::index::offset_index::{OffsetIndex, OffsetPosition};
+use crate::index::rebuild::IndexRebuild;
 use crate::index::time_index::{TimeIndex, TimestampOffset};
 use crate::index::transaction_index::{AbortedTxn, TransactionIndex};
 use crate::record::records::{AnyBatch, BatchIter};
@@ -97,6 +98,9 @@ pub struct LogSegment {
     state: Mutex<SegmentState>,
     /// Whether a lookup already warned that an offset index entry does not match the data.
     index_mismatch_reported: AtomicBool,
+    /// Recovery wrote the index files (`LazyIndex::rewrite`) and nothing fsynced them yet: the
+    /// next flush does, mapped or not.
+    indexes_unsynced: AtomicBool,
     /// Where a scan last found no complete batch, and what is there (`check_torn_tail`): the
     /// reason the batch is damaged, or `None` for a torn tail.
     torn_tail_verdict: Mutex<Option<(u64, Option<String>)>>,
@@ -154,6 +158,7 @@ impl LogSegment {
                 record_count: None,
             }),
             index_mismatch_reported: AtomicBool::new(false),
+            indexes_unsynced: AtomicBool::new(false),
             torn_tail_verdict: Mutex::new(None),
         })
     }
@@ -492,15 +497,22 @@ impl LogSegment {
     /// kafkalog's cleaner wrote it), cut to the transactions whose markers survive; see
     /// `recover_rebuilding_txn_index` (`log_segment/txn.rs`).
     pub fn recover(&self) -> Result<u64> {
-        self.recover_with(None)
+        self.recover_with(None, IndexWrite::Atomic)
     }
 
-    fn recover_with(&self, mut producer_state: Option<&mut RecoveredBatchFn<'_>>) -> Result<u64> {
+    /// The scan of [`Self::recover`]: the indexes are rebuilt in memory (`index::rebuild`) and
+    /// each file written once, at its final size, when the scan is done; an error during the
+    /// scan leaves the index files as they were.
+    fn recover_with(&self, mut producer_state: Option<&mut RecoveredBatchFn<'_>>, write: IndexWrite) -> Result<u64> {
         if self.read_only {
             return Err(Error::ReadOnly { path: self.path() });
         }
-        self.offset_index.get_mut()?.reset()?;
-        self.time_index.get_mut()?.reset()?;
+        let mut rebuilt = IndexRebuild::new(
+            self.base_offset,
+            self.offset_index.max_index_size(),
+            &self.offset_index.path(),
+            &self.time_index.path(),
+        );
         if producer_state.is_some() {
             self.txn_index.write().reset()?;
         }
@@ -527,8 +539,8 @@ impl LogSegment {
                 max = TimestampOffset { timestamp: batch.max_timestamp(), offset: batch.last_offset() };
             }
             if valid - last_index_entry > self.index_interval_bytes {
-                self.offset_index.get_mut()?.append(batch.last_offset(), valid as u32)?;
-                self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, false)?;
+                rebuilt.append_offset(batch.last_offset(), valid)?;
+                rebuilt.maybe_append_time(max.timestamp, max.offset, false)?;
                 last_index_entry = valid;
             }
             first_ts.get_or_insert(batch.max_timestamp());
@@ -544,7 +556,13 @@ impl LogSegment {
         match scan {
             // Framing errors (a size below the minimum, an unknown magic) end the valid prefix.
             Err(e @ Error::CorruptRecord { .. }) => invalid = Some(e.to_string()),
-            Err(e) => return Err(e),
+            Err(e) => {
+                // The index files stay as they were; missing ones are created, as Kafka's reset
+                // does before its scan, so a split renames and deletes them with the segment.
+                self.offset_index.create_empty_if_missing()?;
+                self.time_index.create_empty_if_missing()?;
+                return Err(e);
+            }
             Ok(_) => {}
         }
         let truncated = self.log.size() - valid;
@@ -556,9 +574,13 @@ impl LogSegment {
         // index entry reached the disk before it did); a rebuilt index has none.
         let next_offset = if valid == 0 { self.base_offset } else { last_offset.saturating_add(1) };
         self.txn_index.write().truncate_to(next_offset)?;
-        self.offset_index.get_mut()?.trim_to_valid_size()?;
-        self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, true)?;
-        self.time_index.get_mut()?.trim_to_valid_size()?;
+        rebuilt.maybe_append_time(max.timestamp, max.offset, true)?;
+        // The offset index last: a crash before its rename leaves it as it was, so a segment
+        // recovered for a missing or damaged offset index is recovered again.
+        let atomic = write == IndexWrite::Atomic;
+        self.indexes_unsynced.store(true, Ordering::Release);
+        self.time_index.rewrite(rebuilt.time_index_bytes(), atomic)?;
+        self.offset_index.rewrite(rebuilt.offset_index_bytes(), atomic)?;
         let mut st = self.state.lock();
         st.max_timestamp_so_far = Some(max);
         st.bytes_since_last_index_entry = valid - last_index_entry;
@@ -791,6 +813,14 @@ impl LogSegment {
     pub fn flush(&self) -> Result<()> {
         self.txn_index.read().flush()?;
         self.log.flush()?;
+        if self.indexes_unsynced.swap(false, Ordering::AcqRel) {
+            let synced = crate::util::file::fsync_file_if_exists(&self.offset_index.path())
+                .and_then(|()| crate::util::file::fsync_file_if_exists(&self.time_index.path()));
+            if let Err(e) = synced {
+                self.indexes_unsynced.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
         if self.offset_index.is_loaded() {
             self.offset_index.get()?.flush()?;
         }
@@ -850,6 +880,18 @@ impl LogSegment {
         self.txn_index.write().delete_if_exists()?;
         Ok(())
     }
+}
+
+/// How recovery writes the index files it rebuilt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexWrite {
+    /// Through a `.tmp` file renamed over each index: a crash leaves the old file or the new
+    /// one. For a segment recovered because an index was missing or damaged, which nothing
+    /// else would make the next load recover again.
+    Atomic,
+    /// Truncated and written in place: for a segment at or past the recovery point, which the
+    /// next load recovers again after a crash whatever its index files hold.
+    InPlace,
 }
 
 /// Max timestamp of the first v2 batch in `records` (-1 for legacy data).

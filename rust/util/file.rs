@@ -50,6 +50,26 @@ pub fn replace_file(path: &Path, contents: &[u8], sync: bool) -> Result<()> {
     check(path, FaultOp::Rename).and_then(|()| fs::rename(&tmp, path)).map_err(|e| Error::io(path, "rename", e))
 }
 
+/// Writes `contents` over the start of `path` (created if missing) and cuts the file to their
+/// length, nothing fsynced: a crash may leave it part-written, so only for files that a crash
+/// makes their owner rebuild anyway (the indexes of a segment recovery would recover again).
+/// The file is not truncated to zero first: ext4 (`auto_da_alloc`) starts writing back a file
+/// truncated to zero when it is closed, a disk write per file.
+pub fn write_file_in_place(path: &Path, contents: &[u8]) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let f = check(path, FaultOp::Open)
+        .and_then(|()| OpenOptions::new().write(true).create(true).truncate(false).open(path))
+        .map_err(|e| Error::io(path, "create", e))?;
+    check(path, FaultOp::Write).and_then(|()| f.write_all_at(contents, 0)).map_err(|e| Error::io(path, "write", e))?;
+    let len = f.metadata().map_err(|e| Error::io(path, "stat", e))?.len();
+    if len > contents.len() as u64 {
+        check(path, FaultOp::Truncate)
+            .and_then(|()| f.set_len(contents.len() as u64))
+            .map_err(|e| Error::io(path, "truncate", e))?;
+    }
+    Ok(())
+}
+
 /// Fsyncs `path` if it exists (Kafka's `Utils.flushFileIfExists`).
 pub fn fsync_file_if_exists(path: &Path) -> Result<()> {
     let f = match File::open(path) {

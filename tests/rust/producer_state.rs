@@ -352,6 +352,57 @@ fn recovery_rebuilds_the_txn_index_and_the_producers() {
     assert!(fx.dir.join(segment_file_name(10, ".snapshot")).exists());
 }
 
+/// The loader carries one producer state from each recovered segment to the next
+/// (`reload_from_own_snapshot`) where Kafka's `recoverSegment` builds a fresh one per segment
+/// from the snapshot just written: both leave the same files. The carried path (indexes kept,
+/// recovery from recovery point 0) and the fresh path (every offset index deleted, so each
+/// segment is recovered alone before the unclean pass) run on copies of one log, two days
+/// later, so the idempotent producer has expired when each snapshot is loaded.
+#[test]
+fn carried_recovery_state_writes_what_a_fresh_one_per_segment_writes() {
+    let carried = Fixture::new();
+    transactional_log(&carried);
+    let fresh = Fixture::new();
+    std::fs::create_dir_all(&fresh.dir).unwrap();
+    for entry in std::fs::read_dir(&carried.dir).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), fresh.dir.join(entry.file_name())).unwrap();
+    }
+    let doomed = |fx: &Fixture, suffixes: &[&str]| {
+        for suffix in suffixes {
+            for f in files_with_suffix(&fx.dir, suffix) {
+                std::fs::remove_file(fx.dir.join(f)).unwrap();
+            }
+        }
+    };
+    doomed(&carried, &[".snapshot", ".txnindex"]);
+    doomed(&fresh, &[".snapshot", ".txnindex", ".index"]);
+    let mut logs = Vec::new();
+    for fx in [&carried, &fresh] {
+        fx.clock.advance(2 * 24 * 3_600_000);
+        let options = LogOpenOptions { recovery_point: Some(0), ..fx.options() };
+        let log = UnifiedLog::open(&fx.dir, config(&[]), options).unwrap();
+        assert_eq!(log.load_result().segments_recovered, 3);
+        logs.push(log);
+    }
+    let contents = |fx: &Fixture| -> Vec<(String, Vec<u8>)> {
+        let mut names: Vec<String> = [".snapshot", ".txnindex", ".index", ".timeindex"]
+            .iter()
+            .flat_map(|s| files_with_suffix(&fx.dir, s))
+            .collect();
+        names.sort();
+        names.into_iter().map(|n| (n.clone(), std::fs::read(fx.dir.join(&n)).unwrap())).collect()
+    };
+    let (a, b) = (contents(&carried), contents(&fresh));
+    assert_eq!(a.iter().map(|(n, _)| n).collect::<Vec<_>>(), b.iter().map(|(n, _)| n).collect::<Vec<_>>());
+    for ((name, x), (_, y)) in a.iter().zip(&b) {
+        assert_eq!(x, y, "{name} differs between the carried and the fresh recovery");
+    }
+    assert!(carried.dir.join(segment_file_name(8, ".snapshot")).exists());
+    assert_eq!(logs[0].active_producers(), logs[1].active_producers());
+    assert_eq!(logs[0].aborted_transactions(0, 10).unwrap(), logs[1].aborted_transactions(0, 10).unwrap());
+}
+
 /// LogLoaderTest.testRemoveStraySnapshots (Kafka's removeStraySnapshots on load): snapshots at
 /// no segment base go, except the latest when past the last base (the log end's).
 #[test]

@@ -246,10 +246,13 @@ fn recovery_with_producer_state_rebuilds_the_index() {
     let segment = log.segments().pop().unwrap();
     let mut seen = Vec::new();
     segment
-        .recover_rebuilding_txn_index(&mut |batch| {
-            seen.push(batch.last_offset());
-            Ok((batch.last_offset() == marker).then(|| abort(9, 2, marker, marker + 1)))
-        })
+        .recover_rebuilding_txn_index(
+            &mut |batch| {
+                seen.push(batch.last_offset());
+                Ok((batch.last_offset() == marker).then(|| abort(9, 2, marker, marker + 1)))
+            },
+            kafkalog::segment::log_segment::IndexWrite::Atomic,
+        )
         .unwrap();
     assert_eq!(seen, vec![9, marker, marker + 10], "every batch, in order");
     assert_eq!(log.aborted_transactions(0, 100).unwrap(), vec![abort(9, 2, marker, marker + 1)]);

@@ -10,7 +10,8 @@ use super::append_info::ProducerAppendInfo;
 use super::entry::ProducerStateEntry;
 use super::manager_config::ProducerStateManagerConfig;
 use super::snapshot::{
-    delete_leftover_tmp_snapshots, list_snapshot_files, read_snapshot, write_snapshot, SnapshotFile,
+    decode_snapshot, delete_leftover_tmp_snapshots, encode_snapshot, list_snapshot_files, read_snapshot,
+    write_snapshot, SnapshotFile,
 };
 use super::txn_metadata::{CompletedTxn, LogOffsetMetadata, TxnMetadata};
 use super::verification::VerificationStateEntry;
@@ -391,6 +392,39 @@ impl ProducerStateManager {
         self.snapshots.insert(offset, SnapshotFile::new(path.clone(), offset));
         self.last_snap_offset = offset;
         Ok(Some(path))
+    }
+
+    /// What a fresh manager over this directory would hold after loading the latest snapshot,
+    /// when that snapshot was taken from this table at its current end: the table goes through
+    /// the snapshot's encoding and back, dropping what a snapshot does not keep, and the
+    /// producers expired at `current_time_ms` are left out, as `load_from_snapshot` leaves them.
+    /// The loader's segment-by-segment recovery carries one manager from a segment to the next
+    /// this way instead of listing the directory and reading back the snapshot it just wrote
+    /// (Kafka's `LogLoader.recoverSegment` builds a new manager per segment). Returns false,
+    /// changing nothing, when the latest snapshot is not at the table's end.
+    ///
+    /// # Errors
+    /// `CorruptSnapshot` if the encoding does not read back (a bug).
+    pub fn reload_from_own_snapshot(&mut self, current_time_ms: i64) -> Result<bool> {
+        let at_end = self.last_snap_offset == self.last_map_offset;
+        if !at_end || self.latest_snapshot_offset() != Some(self.last_map_offset) {
+            return Ok(false);
+        }
+        let path = producer_snapshot_file(&self.log_dir, self.last_map_offset);
+        let mut entries: Vec<&ProducerStateEntry> = self.producers.values().collect();
+        entries.sort_unstable_by_key(|e| e.producer_id());
+        let decoded = decode_snapshot(&encode_snapshot(entries.into_iter()), &path)?;
+        self.producers.clear();
+        self.verification_states.clear();
+        self.ongoing_txns.clear();
+        self.unreplicated_txns.clear();
+        for e in decoded {
+            if !self.is_producer_expired(current_time_ms, &e) {
+                self.load_producer_entry(e);
+            }
+        }
+        self.update_oldest_txn_timestamp();
+        Ok(true)
     }
 
     /// Fsyncs the snapshot at `offset`, if it exists (`UnifiedLog.flushProducerStateSnapshot`).

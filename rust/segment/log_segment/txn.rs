@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use parking_lot::RwLockReadGuard;
 
-use super::{LogSegment, RecoveredBatchFn};
+use super::{IndexWrite, LogSegment, RecoveredBatchFn};
 use crate::error::Result;
 use crate::index::transaction_index::{AbortedTxn, TransactionIndex, TxnIndexSearchResult};
 
@@ -33,8 +33,13 @@ impl LogSegment {
     ///
     /// # Errors
     /// As [`LogSegment::recover`], and what `producer_state` returns.
-    pub fn recover_rebuilding_txn_index(&self, producer_state: &mut RecoveredBatchFn<'_>) -> Result<u64> {
-        self.recover_with(Some(producer_state))
+    /// `write` says how the rebuilt offset and time indexes are written (see [`IndexWrite`]).
+    pub fn recover_rebuilding_txn_index(
+        &self,
+        producer_state: &mut RecoveredBatchFn<'_>,
+        write: IndexWrite,
+    ) -> Result<u64> {
+        self.recover_with(Some(producer_state), write)
     }
 
     /// Indexes an aborted transaction whose ABORT marker was appended to this segment (Kafka's
