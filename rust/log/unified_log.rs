@@ -42,8 +42,8 @@ pub use cleaning::CleaningGuard;
 pub use committed::CommittedFilter;
 pub use epochs::OffsetAndEpoch;
 pub use producers::ActiveProducer;
-pub use roll_flush::RollFlushMode;
 pub use retention::{DeletedSegment, RetentionOptions, RetentionPlan, RetentionReason, RetentionResult};
+pub use roll_flush::RollFlushMode;
 
 /// `ListOffsets` special timestamp: the log start offset.
 pub const EARLIEST_TIMESTAMP: i64 = -2;
@@ -847,17 +847,18 @@ impl UnifiedLog {
         }
         // A running background flush finishes first; this close then flushes everything.
         self.roll_flush.close();
-        let result = self.roll_flush.check_failed().and_then(|()| self.flush_locked(self.log_end_offset())).and_then(|()| {
-            // Kafka's close: a snapshot at the log end, so the next open replays nothing.
-            let mut psm = self.producer_state.lock();
-            psm.update_map_end_offset(self.log_end_offset());
-            psm.take_snapshot(true)?;
-            drop(psm);
-            for s in self.local.segments().values() {
-                s.close()?;
-            }
-            self.local.delete_due_files(false)
-        });
+        let result =
+            self.roll_flush.check_failed().and_then(|()| self.flush_locked(self.log_end_offset())).and_then(|()| {
+                // Kafka's close: a snapshot at the log end, so the next open replays nothing.
+                let mut psm = self.producer_state.lock();
+                psm.update_map_end_offset(self.log_end_offset());
+                psm.take_snapshot(true)?;
+                drop(psm);
+                for s in self.local.segments().values() {
+                    s.close()?;
+                }
+                self.local.delete_due_files(false)
+            });
         // The next writer may open the directory even if the final flush failed.
         self.dir_lock.lock().take();
         result

@@ -19,7 +19,6 @@ use parking_lot::{Mutex, RwLock};
 use super::loading::{load_log_dirs, DirLoadSummary, LoadContext, LoadedDir, ProgressCallback};
 use super::log_dir::LogDir;
 use super::scheduler::{SchedulerThread, Tasks};
-use crate::util::background::BackgroundScheduler;
 use super::startup::{check_meta_properties, create_and_validate_log_dirs, lock_log_dirs};
 use crate::checkpoint::checkpoint_file::{read_checkpoint_or_empty, write_checkpoint};
 use crate::checkpoint::log_dir_files::write_clean_shutdown;
@@ -35,6 +34,7 @@ use crate::file_names::{
 };
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 use crate::log::unified_log::{LogOpenOptions, RetentionOptions, RetentionResult, UnifiedLog};
+use crate::util::background::BackgroundScheduler;
 use crate::util::clock::{system_clock, SharedClock};
 use crate::util::progress::{Progress, ProgressSink};
 

@@ -53,7 +53,8 @@ impl std::fmt::Debug for BackgroundScheduler {
             .field("thread_name", &self.thread_name)
             .field("manual", &self.manual)
             .field("queued", &self.shared.queue.lock().jobs.len())
-            .finish()
+            .field("worker_started", &self.worker.lock().is_some())
+            .finish_non_exhaustive()
     }
 }
 

@@ -25,17 +25,37 @@ type Bytes = Option<Vec<u8>>;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Append { records: Vec<(Bytes, Bytes)>, codec: usize, ts_delta: i64 },
+    Append {
+        records: Vec<(Bytes, Bytes)>,
+        codec: usize,
+        ts_delta: i64,
+    },
     Roll,
-    Read { pick: u64, max_bytes: u64, high_watermark: bool, min_one: bool },
-    TruncateTo { pick: u64, near_end: bool },
-    DeleteRecords { pick: u64 },
-    SetHighWatermark { pick: u64 },
+    Read {
+        pick: u64,
+        max_bytes: u64,
+        high_watermark: bool,
+        min_one: bool,
+    },
+    TruncateTo {
+        pick: u64,
+        near_end: bool,
+    },
+    DeleteRecords {
+        pick: u64,
+    },
+    SetHighWatermark {
+        pick: u64,
+    },
     Flush,
     /// Runs the queued `flush-log` tasks (the flushes after rolls).
     RollFlush,
-    Reopen { clean: bool },
-    Advance { ms: i64 },
+    Reopen {
+        clean: bool,
+    },
+    Advance {
+        ms: i64,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {

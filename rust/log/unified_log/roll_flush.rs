@@ -163,7 +163,10 @@ impl RollFlush {
             None => Ok(()),
             Some(reason) => Err(Error::KafkaStorage {
                 path: self.log_dir.clone(),
-                reason: format!("the log {} refuses writes after its background flush failed: {reason}", self.dir.display()),
+                reason: format!(
+                    "the log {} refuses writes after its background flush failed: {reason}",
+                    self.dir.display()
+                ),
             }),
         }
     }
