@@ -73,6 +73,7 @@ bench: $(NATIVE_STAMP)
 	cargo bench --bench recovery_bench
 	cargo bench --bench cleaner_bench
 	cargo bench --bench append_arrow_bench
+	cargo bench --bench roll_bench
 	$(PY) benches/bench_python.py
 	$(PY) benches/bench_recovery.py
 	$(PY) benches/bench_cleaner.py

@@ -35,7 +35,7 @@ struct PendingDeletes {
 #[derive(Debug)]
 pub struct LocalLog {
     dir: PathBuf,
-    segments: LogSegments,
+    segments: Arc<LogSegments>,
     clock: SharedClock,
     read_only: bool,
     pending: Mutex<PendingDeletes>,
@@ -46,7 +46,7 @@ impl LocalLog {
     pub fn new(dir: &Path, clock: SharedClock, read_only: bool) -> Self {
         LocalLog {
             dir: dir.to_path_buf(),
-            segments: LogSegments::new(),
+            segments: Arc::new(LogSegments::new()),
             clock,
             read_only,
             pending: Mutex::new(PendingDeletes::default()),
@@ -60,6 +60,11 @@ impl LocalLog {
     /// The segments.
     pub fn segments(&self) -> &LogSegments {
         &self.segments
+    }
+    /// The segments, shared with a background task (the flush after a roll) that outlives a
+    /// borrow of the log.
+    pub fn shared_segments(&self) -> Arc<LogSegments> {
+        self.segments.clone()
     }
     /// Whether opened read-only.
     pub fn read_only(&self) -> bool {

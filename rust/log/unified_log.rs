@@ -23,6 +23,7 @@ use crate::file_names::TopicPartition;
 use crate::index::transaction_index::AbortedTxn;
 use crate::record::records::{AnyBatch, BatchIter};
 use crate::segment::log_segment::{LogSegment, TimestampAndOffset};
+use crate::util::background::BackgroundScheduler;
 use crate::util::clock::{system_clock, SharedClock};
 
 mod aborted_txns;
@@ -34,6 +35,7 @@ mod committed;
 mod epochs;
 mod producers;
 mod retention;
+mod roll_flush;
 mod scan;
 pub use arguments::{check_first_dirty_offset, check_offset, MAX_OFFSET};
 pub use cleaning::CleaningGuard;
@@ -41,6 +43,7 @@ pub use committed::CommittedFilter;
 pub use epochs::OffsetAndEpoch;
 pub use producers::ActiveProducer;
 pub use retention::{DeletedSegment, RetentionOptions, RetentionPlan, RetentionReason, RetentionResult};
+pub use roll_flush::RollFlushMode;
 
 /// `ListOffsets` special timestamp: the log start offset.
 pub const EARLIEST_TIMESTAMP: i64 = -2;
@@ -102,6 +105,12 @@ pub struct LogOpenOptions {
     /// `transaction.max.timeout.ms` (Kafka's default: 900000): how long a transaction may stay
     /// open before it counts as late.
     pub max_transaction_timeout_ms: i32,
+    /// Where the flush after a roll runs (a `LogManager` lends its scheduler to its logs);
+    /// `None`: the log starts its own `kafka-flush-log` thread at its first roll.
+    pub flush_scheduler: Option<Arc<BackgroundScheduler>>,
+    /// Whether a roll's flush runs in the background (Kafka's way, the default) or inside the
+    /// roll (the baseline the roll bench measures).
+    pub roll_flush: RollFlushMode,
 }
 
 /// Kafka's default `transaction.max.timeout.ms` (15 minutes).
@@ -120,6 +129,8 @@ impl Default for LogOpenOptions {
             progress: None,
             producer_state: ProducerStateManagerConfig::default(),
             max_transaction_timeout_ms: TRANSACTION_MAX_TIMEOUT_MS_DEFAULT,
+            flush_scheduler: None,
+            roll_flush: RollFlushMode::Background,
         }
     }
 }
@@ -171,6 +182,9 @@ struct Offsets {
     /// Position in the active segment where the log end lies.
     log_end_position: u64,
     recovery_point: i64,
+    /// Truncations so far: a background flush that saw another count when it started does not
+    /// move the recovery point (offsets below its target may have been rewritten).
+    truncations: u64,
 }
 
 /// A partition's log. Mirrors Kafka's `UnifiedLog` (with `LocalLog` beneath it).
@@ -180,9 +194,9 @@ pub struct UnifiedLog {
     topic_partition: TopicPartition,
     config: RwLock<Arc<LogConfig>>,
     write_lock: Mutex<()>,
-    offsets: RwLock<Offsets>,
+    offsets: Arc<RwLock<Offsets>>,
     hw_follows_leo: AtomicBool,
-    last_flush_ms: AtomicI64,
+    last_flush_ms: Arc<AtomicI64>,
     unflushed_messages: AtomicU64,
     closed: AtomicBool,
     metadata_file: PartitionMetadataFile,
@@ -209,6 +223,8 @@ pub struct UnifiedLog {
     /// The first unstable offset as last published (-1: none), read lock-free by
     /// [`UnifiedLog::last_stable_offset`].
     first_unstable: AtomicI64,
+    /// The flush after a roll, run in the background (see `unified_log/roll_flush.rs`).
+    roll_flush: Arc<roll_flush::RollFlush>,
 }
 
 impl UnifiedLog {
@@ -263,16 +279,30 @@ impl UnifiedLog {
             log_end: load.log_end_offset,
             log_end_position: load.log_end_position,
             recovery_point: load.recovery_point,
+            truncations: 0,
         };
         let log_dir = dir.parent().map(Path::to_path_buf).unwrap_or_default();
+        let offsets = Arc::new(RwLock::new(offsets));
+        let last_flush_ms = Arc::new(AtomicI64::new(now));
+        let roll_flush = roll_flush::RollFlush::new(roll_flush::RollFlushParts {
+            mode: options.roll_flush,
+            dir: dir.to_path_buf(),
+            log_dir: log_dir.clone(),
+            segments: local.shared_segments(),
+            offsets: offsets.clone(),
+            last_flush_ms: last_flush_ms.clone(),
+            clock: options.clock.clone(),
+            failure_channel: options.log_dir_failure_channel.clone(),
+            scheduler: options.flush_scheduler.clone(),
+        });
         Ok(UnifiedLog {
             local,
             topic_partition,
             config: RwLock::new(Arc::new(config)),
             write_lock: Mutex::new(()),
-            offsets: RwLock::new(offsets),
+            offsets,
             hw_follows_leo: AtomicBool::new(true),
-            last_flush_ms: AtomicI64::new(now),
+            last_flush_ms,
             unflushed_messages: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             metadata_file,
@@ -287,6 +317,7 @@ impl UnifiedLog {
             first_unstable: AtomicI64::new(producers::NO_UNSTABLE_OFFSET),
             failure_channel: options.log_dir_failure_channel,
             log_dir,
+            roll_flush,
         }
         .with_first_unstable_offset_published())
     }
@@ -387,6 +418,7 @@ impl UnifiedLog {
     /// `closeHandlers`). Every later call fails.
     pub fn close_handlers(&self) {
         self.closed.store(true, Ordering::Release);
+        self.roll_flush.abandon();
         self.dir_lock.lock().take();
     }
 
@@ -404,6 +436,25 @@ impl UnifiedLog {
         self.last_flush_ms.load(Ordering::Acquire)
     }
 
+    /// Runs this log's later roll flushes on `scheduler` (a `LogManager` lends its own to the
+    /// logs it loads), instead of a thread of the log's own.
+    pub fn set_flush_scheduler(&self, scheduler: Arc<BackgroundScheduler>) {
+        self.roll_flush.use_scheduler(scheduler);
+    }
+
+    /// Whether the flush after a roll is queued or running (the recovery point has not yet
+    /// caught up with the rolled segments).
+    pub fn roll_flush_pending(&self) -> bool {
+        self.roll_flush.pending()
+    }
+
+    /// Waits for the flushes after earlier rolls (running the queued ones here when the
+    /// scheduler is a manual one). Returns the failure of a background flush, if one failed.
+    pub fn wait_for_roll_flush(&self) -> Result<()> {
+        self.roll_flush.wait_idle();
+        self.roll_flush.check_failed()
+    }
+
     /// The log dir holding this log's partition directory.
     pub fn log_dir(&self) -> &Path {
         &self.log_dir
@@ -414,7 +465,7 @@ impl UnifiedLog {
         if self.read_only() {
             return Err(Error::ReadOnly { path: self.dir().to_path_buf() });
         }
-        Ok(())
+        self.roll_flush.check_failed()
     }
 
     /// Records `topic_id` in `partition.metadata`; a different id already there is an error
@@ -459,10 +510,15 @@ impl UnifiedLog {
         // replays at most the active segment. The snapshot's fsync comes with the flush below.
         psm.update_map_end_offset(new_offset);
         psm.take_snapshot(false)?;
-        psm.flush_snapshot(new_offset)?;
-        // Kafka schedules a flush of everything below the new segment at roll; done here
-        // synchronously, so the recovery point never lags more than the active segment.
-        self.flush_locked(new_offset)?;
+        match self.roll_flush.mode {
+            // Kafka's roll: the snapshot and everything below the new segment are fsynced by a
+            // `flush-log` task, which then advances the recovery point.
+            RollFlushMode::Background => self.roll_flush.request(new_offset, new_offset),
+            RollFlushMode::Synchronous => {
+                psm.flush_snapshot(new_offset)?;
+                self.flush_locked(new_offset)?;
+            }
+        }
         Ok(segment)
     }
 
@@ -660,6 +716,7 @@ impl UnifiedLog {
             o.high_watermark = o.high_watermark.min(target);
             o.recovery_point = o.recovery_point.min(target);
             o.log_start = o.log_start.min(target);
+            o.truncations += 1;
         }
         self.leader_epoch_cache.truncate_from_end(target)?;
         self.reload_producer_state_after_truncation()?;
@@ -687,13 +744,17 @@ impl UnifiedLog {
     fn truncate_fully_locked(&self, new_offset: i64, config: &LogConfig) -> Result<()> {
         self.local.truncate_fully_and_start_at(new_offset, config)?;
         self.leader_epoch_cache.clear_and_flush()?;
-        *self.offsets.write() = Offsets {
-            log_start: new_offset,
-            high_watermark: new_offset,
-            log_end: new_offset,
-            log_end_position: 0,
-            recovery_point: new_offset,
-        };
+        {
+            let mut o = self.offsets.write();
+            *o = Offsets {
+                log_start: new_offset,
+                high_watermark: new_offset,
+                log_end: new_offset,
+                log_end_position: 0,
+                recovery_point: new_offset,
+                truncations: o.truncations + 1,
+            };
+        }
         // Kafka's truncateFullyAndStartAt: every snapshot goes and the state starts empty.
         let mut psm = self.producer_state.lock();
         psm.truncate_fully_and_start_at(new_offset)?;
@@ -771,7 +832,9 @@ impl UnifiedLog {
     /// `LogClosed`; closing twice is harmless.
     pub fn close(&self) -> Result<()> {
         let _clean = self.stop_cleaning();
-        self.handle_io(self.close_inner())
+        let result = self.handle_io(self.close_inner());
+        self.roll_flush.shutdown_own_scheduler();
+        result
     }
 
     fn close_inner(&self) -> Result<()> {
@@ -782,17 +845,20 @@ impl UnifiedLog {
         if self.read_only() {
             return Ok(());
         }
-        let result = self.flush_locked(self.log_end_offset()).and_then(|()| {
-            // Kafka's close: a snapshot at the log end, so the next open replays nothing.
-            let mut psm = self.producer_state.lock();
-            psm.update_map_end_offset(self.log_end_offset());
-            psm.take_snapshot(true)?;
-            drop(psm);
-            for s in self.local.segments().values() {
-                s.close()?;
-            }
-            self.local.delete_due_files(false)
-        });
+        // A running background flush finishes first; this close then flushes everything.
+        self.roll_flush.close();
+        let result =
+            self.roll_flush.check_failed().and_then(|()| self.flush_locked(self.log_end_offset())).and_then(|()| {
+                // Kafka's close: a snapshot at the log end, so the next open replays nothing.
+                let mut psm = self.producer_state.lock();
+                psm.update_map_end_offset(self.log_end_offset());
+                psm.take_snapshot(true)?;
+                drop(psm);
+                for s in self.local.segments().values() {
+                    s.close()?;
+                }
+                self.local.delete_due_files(false)
+            });
         // The next writer may open the directory even if the final flush failed.
         self.dir_lock.lock().take();
         result

@@ -407,6 +407,8 @@ fn load_partition(
         progress: Some(progress),
         producer_state: ctx.producer_state,
         max_transaction_timeout_ms: ctx.max_transaction_timeout_ms,
+        // The manager lends the log its flush scheduler once loaded (`LogManager::open`).
+        ..LogOpenOptions::default()
     };
     let log = Arc::new(open_when_unlocked(path, &config, &options, ctx.partition_lock_timeout, waiting)?);
     let load = log.load_result();

@@ -34,6 +34,7 @@ use crate::file_names::{
 };
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 use crate::log::unified_log::{LogOpenOptions, RetentionOptions, RetentionResult, UnifiedLog};
+use crate::util::background::BackgroundScheduler;
 use crate::util::clock::{system_clock, SharedClock};
 use crate::util::progress::{Progress, ProgressSink};
 
@@ -117,6 +118,9 @@ struct Inner {
     load_summary: Vec<DirLoadSummary>,
     /// The log cleaner, when `log.cleaner.enable` is true.
     cleaner: Option<Arc<LogCleaner>>,
+    /// Where the logs' `flush-log` tasks (the flush after a roll) run: a `kafka-flush-log`
+    /// thread with the scheduler on, run by `tick` without it.
+    flush_scheduler: Arc<BackgroundScheduler>,
 }
 
 #[derive(Default)]
@@ -191,6 +195,14 @@ impl LogManager {
                 }
             }
         }
+        let flush_scheduler = Arc::new(if options.start_scheduler {
+            BackgroundScheduler::threaded("kafka-flush-log")
+        } else {
+            BackgroundScheduler::manual()
+        });
+        for log in state.current.values().chain(state.future.values()) {
+            log.set_flush_scheduler(flush_scheduler.clone());
+        }
         for (tp, log) in &state.current {
             if let Some(id) = log.topic_id() {
                 state.topic_ids.entry(tp.topic.clone()).or_insert(id);
@@ -218,6 +230,7 @@ impl LogManager {
                 tasks: Mutex::new(tasks),
                 load_summary,
                 cleaner,
+                flush_scheduler,
             }
         });
         inner.process_failures();
@@ -369,6 +382,7 @@ impl LogManager {
                 log_dir_failure_channel: Some(self.inner.failure_channel.clone()),
                 producer_state: producer_state_config(&self.inner.config),
                 max_transaction_timeout_ms: self.inner.config.transaction_max_timeout_ms,
+                flush_scheduler: Some(self.inner.flush_scheduler.clone()),
                 ..LogOpenOptions::default()
             };
             let log = match UnifiedLog::open(&path, config.clone(), options).and_then(|log| {
@@ -561,6 +575,9 @@ impl LogManager {
         }
         state.current.clear();
         state.future.clear();
+        drop(state);
+        // Every log closed (each waited for its running flush); queued ones find it closed.
+        self.inner.flush_scheduler.shutdown();
         match first_error {
             None => Ok(()),
             Some(reason) => Err(Error::illegal_state(format!("log manager shut down uncleanly: {reason}"))),
@@ -773,6 +790,11 @@ impl Inner {
     }
 
     fn tick(&self) -> i64 {
+        // Without the scheduler thread, the flushes after rolls run here (before the
+        // checkpoints, which then see their recovery points).
+        if self.flush_scheduler.is_manual() {
+            self.flush_scheduler.run_pending();
+        }
         self.process_failures();
         if self.state.read().closed {
             return i64::MAX;

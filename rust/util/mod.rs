@@ -1,6 +1,7 @@
-//! Durability helpers, the file I/O fault-injection seam, injectable time, who holds a lock,
+//! One-shot background tasks, durability helpers, the file I/O fault-injection seam, injectable time, who holds a lock,
 //! the pure half of the `log` -> Python `logging` bridge, and Kafka's murmur2 partitioner.
 
+pub mod background;
 pub mod clock;
 pub mod fault;
 pub mod file;

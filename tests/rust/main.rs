@@ -41,6 +41,7 @@ mod producer_state;
 mod read_committed;
 mod reopen;
 mod retention;
+mod roll_flush;
 mod segment;
 mod startup_lock;
 mod throttle;

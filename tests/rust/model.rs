@@ -1,12 +1,16 @@
 //! A model-based property test: random sequences of appends, rolls, reads, truncations,
-//! `delete_records`, high-watermark moves, flushes, clock moves and close/crash + reopen, run
+//! `delete_records`, high-watermark moves, flushes, the background flushes after rolls, clock
+//! moves and close/crash + reopen, run
 //! against `UnifiedLog` and against an in-memory list of batches. After every step the four
 //! offsets must agree, the segments must be ordered with their batches inside their ranges, and
 //! every read must return exactly the model's whole batches.
 
 use kafkalog::error::Error;
+use std::sync::Arc;
+
 use kafkalog::log::unified_log::LogOpenOptions;
 use kafkalog::record::CompressionType;
+use kafkalog::util::background::BackgroundScheduler;
 use kafkalog::util::clock::Clock;
 use kafkalog::{FetchIsolation, LogConfig, UnifiedLog};
 use proptest::collection::vec;
@@ -21,15 +25,37 @@ type Bytes = Option<Vec<u8>>;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Append { records: Vec<(Bytes, Bytes)>, codec: usize, ts_delta: i64 },
+    Append {
+        records: Vec<(Bytes, Bytes)>,
+        codec: usize,
+        ts_delta: i64,
+    },
     Roll,
-    Read { pick: u64, max_bytes: u64, high_watermark: bool, min_one: bool },
-    TruncateTo { pick: u64, near_end: bool },
-    DeleteRecords { pick: u64 },
-    SetHighWatermark { pick: u64 },
+    Read {
+        pick: u64,
+        max_bytes: u64,
+        high_watermark: bool,
+        min_one: bool,
+    },
+    TruncateTo {
+        pick: u64,
+        near_end: bool,
+    },
+    DeleteRecords {
+        pick: u64,
+    },
+    SetHighWatermark {
+        pick: u64,
+    },
     Flush,
-    Reopen { clean: bool },
-    Advance { ms: i64 },
+    /// Runs the queued `flush-log` tasks (the flushes after rolls).
+    RollFlush,
+    Reopen {
+        clean: bool,
+    },
+    Advance {
+        ms: i64,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -52,6 +78,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<u64>().prop_map(|pick| Op::DeleteRecords { pick }),
         1 => any::<u64>().prop_map(|pick| Op::SetHighWatermark { pick }),
         1 => Just(Op::Flush),
+        2 => Just(Op::RollFlush),
         1 => any::<bool>().prop_map(|clean| Op::Reopen { clean }),
         1 => (0i64..30_000).prop_map(|ms| Op::Advance { ms }),
     ]
@@ -78,6 +105,9 @@ struct Model {
     high_watermark: i64,
     hw_follows_log_end: bool,
     recovery_point: i64,
+    /// The highest segment base rolled since the last background flush ran: the flush raises
+    /// the recovery point to it (capped by the log end), not the roll.
+    roll_flush: Option<i64>,
 }
 
 struct Harness {
@@ -96,7 +126,7 @@ impl Harness {
             ("segment.index.bytes", "1024"),
             ("segment.ms", "20000"),
         ]);
-        let log = fx.open(&cfg);
+        let log = UnifiedLog::open(&fx.dir, cfg.clone(), manual_flush(fx.options())).expect("open log");
         Harness { fx, cfg, log: Some(log), m: Model { hw_follows_log_end: true, ..Model::default() } }
     }
 
@@ -110,7 +140,7 @@ impl Harness {
             Op::Roll => {
                 let base = self.log().roll().map_err(fail)?;
                 prop_assert_eq!(base, self.m.log_end);
-                self.m.recovery_point = self.m.recovery_point.max(base);
+                self.m.rolled(base);
                 Ok(())
             }
             Op::Read { pick, max_bytes, high_watermark, min_one } => {
@@ -165,6 +195,13 @@ impl Harness {
                 self.m.recovery_point = self.m.log_end;
                 Ok(())
             }
+            Op::RollFlush => {
+                self.log().wait_for_roll_flush().map_err(fail)?;
+                if let Some(target) = self.m.roll_flush.take() {
+                    self.m.recovery_point = self.m.recovery_point.max(target.min(self.m.log_end));
+                }
+                Ok(())
+            }
             Op::Reopen { clean } => self.reopen(*clean),
             Op::Advance { ms } => {
                 self.fx.clock.advance(*ms);
@@ -180,6 +217,7 @@ impl Harness {
             records.iter().enumerate().map(|(i, (k, v))| (k.as_deref(), v.as_deref(), ts + i as i64)).collect();
         let mut bytes = batch(0, codec, &specs);
         let built = bytes.len();
+        let active_before = self.log().segments().last().expect("a segment").base_offset();
         match self.log().append_as_leader(&mut bytes, 0) {
             Err(Error::RecordBatchTooLarge { size, .. }) => {
                 prop_assert!(built > SEGMENT_BYTES, "a {}-byte batch was refused", built);
@@ -208,10 +246,12 @@ impl Harness {
                 if m.hw_follows_log_end {
                     m.high_watermark = m.log_end;
                 }
-                // A roll flushes everything below the new segment (Kafka's flush at roll), so
-                // the recovery point reaches the active segment's base.
+                // A roll asks for a flush of everything below the new segment (Kafka's
+                // flush-log task); the recovery point moves when that flush runs.
                 let active = self.log.as_ref().expect("log open").segments().last().expect("a segment").base_offset();
-                m.recovery_point = m.recovery_point.max(active);
+                if active > active_before {
+                    m.rolled(active);
+                }
                 Ok(())
             }
         }
@@ -285,7 +325,9 @@ impl Harness {
             log.close().map_err(fail)?;
         }
         drop(log);
-        let options = LogOpenOptions { log_start_offset: Some(self.m.log_start), ..self.fx.options() };
+        let options = manual_flush(LogOpenOptions { log_start_offset: Some(self.m.log_start), ..self.fx.options() });
+        // A flush queued before the close or crash died with the old log.
+        self.m.roll_flush = None;
         let log = UnifiedLog::open(&self.fx.dir, self.cfg.clone(), options).map_err(fail)?;
         prop_assert_eq!(log.load_result().bytes_truncated, 0, "nothing torn");
         self.log = Some(log);
@@ -349,6 +391,18 @@ impl Harness {
         prop_assert_eq!(found, expected, "the batches on disk");
         Ok(())
     }
+}
+
+impl Model {
+    fn rolled(&mut self, base: i64) {
+        self.roll_flush = Some(self.roll_flush.map_or(base, |r| r.max(base)));
+    }
+}
+
+/// `options` with the flushes after rolls left to `Op::RollFlush` (a scheduler of the log's
+/// own, so a reopened log never runs the old one's tasks).
+fn manual_flush(options: LogOpenOptions) -> LogOpenOptions {
+    LogOpenOptions { flush_scheduler: Some(Arc::new(BackgroundScheduler::manual())), ..options }
 }
 
 #[allow(clippy::needless_pass_by_value)]

@@ -1,0 +1,106 @@
+//! Criterion benchmark of append latency across segment rolls (issue 17, part 3): producer
+//! batches (16 KiB of 100-byte records) appended as leader to a log with 1 MiB segments, 100
+//! rolls per run, on the machine's disk (a temporary directory). Two ways to flush the rolled
+//! segment, measured in the same run:
+//!
+//! - `background`: Kafka's way (`UnifiedLog.roll` schedules a `flush-log` task): the roll
+//!   fsyncs nothing under the write lock; a `kafka-flush-log` thread flushes the old segment;
+//! - `synchronous` (the baseline): the old segment, its indexes and the producer snapshot are
+//!   fsynced inside the roll, under the write lock (kafkalog before this change).
+//!
+//! Criterion reports the time of one run (100 rolls); the bench then prints each append's
+//! latency p50, p99 and max over every run it timed, and the same for the appends that rolled,
+//! with the load average before and after (the machine may be shared). Goal: p99 < 1 ms and
+//! max < 5 ms with the background flush.
+//!
+//! Run with `cargo bench --bench roll_bench` (or `make bench`).
+
+use std::hint::black_box;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use kafkalog::log::unified_log::{LogOpenOptions, RollFlushMode, UnifiedLog};
+use kafkalog::record::compression::CompressionType;
+use kafkalog::LogConfig;
+
+#[path = "workload.rs"]
+#[allow(dead_code)] // its config() (1 GiB segments) is not this bench's
+mod workload;
+use workload::producer_batches;
+
+const SEGMENT_BYTES: usize = 1 << 20;
+const ROLLS: usize = 100;
+
+/// Per-append latencies (ns) and whether the append rolled.
+type Samples = Arc<Mutex<Vec<(u64, bool)>>>;
+
+fn config() -> LogConfig {
+    LogConfig::from_props([("segment.bytes", &SEGMENT_BYTES.to_string()[..]), ("retention.ms", "-1")])
+        .expect("valid config")
+}
+
+/// One run: appends until the log rolled `ROLLS` times, each append timed. Returns the time
+/// spent in appends.
+fn run(batches: &[Vec<u8>], mode: RollFlushMode, samples: &Samples) -> Duration {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let options = LogOpenOptions { roll_flush: mode, ..LogOpenOptions::default() };
+    let log = UnifiedLog::open(&dir.path().join("roll-0"), config(), options).expect("open log");
+    let mut pending: Vec<Vec<u8>> = batches.to_vec();
+    let mut timed = Vec::with_capacity(pending.len());
+    let mut total = Duration::ZERO;
+    for batch in &mut pending {
+        let segments = log.number_of_segments();
+        let start = Instant::now();
+        log.append_as_leader(batch, 0).expect("append");
+        let took = start.elapsed();
+        total += took;
+        timed.push((u64::try_from(took.as_nanos()).unwrap_or(u64::MAX), log.number_of_segments() > segments));
+        if log.number_of_segments() > ROLLS {
+            break;
+        }
+    }
+    black_box(log.log_end_offset());
+    log.close().expect("close");
+    samples.lock().expect("samples").extend(timed);
+    total
+}
+
+fn bench_roll(c: &mut Criterion) {
+    let (batches, _) = producer_batches(100, CompressionType::None, SEGMENT_BYTES * (ROLLS + 2));
+    let modes = [("synchronous", RollFlushMode::Synchronous), ("background", RollFlushMode::Background)];
+    let samples: Vec<Samples> = modes.iter().map(|_| Samples::default()).collect();
+    println!("load average before: {}", load_average());
+    let mut group = c.benchmark_group("append_across_100_rolls");
+    group.sample_size(10).warm_up_time(Duration::from_millis(1)).measurement_time(Duration::from_secs(10));
+    for ((name, mode), samples) in modes.iter().zip(&samples) {
+        group.bench_function(*name, |bench| {
+            bench.iter_custom(|iters| (0..iters).map(|_| run(&batches, *mode, samples)).sum());
+        });
+    }
+    group.finish();
+    for ((name, _), samples) in modes.iter().zip(&samples) {
+        let samples = samples.lock().expect("samples");
+        let all: Vec<u64> = samples.iter().map(|&(ns, _)| ns).collect();
+        let rolls: Vec<u64> = samples.iter().filter(|&&(_, rolled)| rolled).map(|&(ns, _)| ns).collect();
+        println!("{name:>12}: every append {}; appends that rolled {}", summary(all), summary(rolls));
+    }
+    println!("load average after: {}", load_average());
+}
+
+/// "p50 x ms, p99 y ms, max z ms (n appends)".
+fn summary(mut ns: Vec<u64>) -> String {
+    if ns.is_empty() {
+        return "none".into();
+    }
+    ns.sort_unstable();
+    let at = |q: f64| ns[((ns.len() - 1) as f64 * q).round() as usize] as f64 / 1e6;
+    format!("p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} appends)", at(0.5), at(0.99), at(1.0), ns.len())
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg").map_or_else(|_| "unknown".into(), |s| s.trim().to_string())
+}
+
+criterion_group!(benches, bench_roll);
+criterion_main!(benches);
