@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use kafkalog::log::unified_log::{LogOpenOptions, RollFlushMode, UnifiedLog};
 use kafkalog::record::compression::CompressionType;
+use kafkalog::util::background::BackgroundScheduler;
 use kafkalog::LogConfig;
 
 #[path = "workload.rs"]
@@ -44,7 +45,10 @@ fn config() -> LogConfig {
 /// spent in appends.
 fn run(batches: &[Vec<u8>], mode: RollFlushMode, samples: &Samples) -> Duration {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let options = LogOpenOptions { roll_flush: mode, ..LogOpenOptions::default() };
+    // A LogManager lends its scheduler to its logs; a log with none flushes inside the roll.
+    let scheduler = Arc::new(BackgroundScheduler::threaded("kafka-flush-log"));
+    let options =
+        LogOpenOptions { roll_flush: mode, flush_scheduler: Some(scheduler.clone()), ..LogOpenOptions::default() };
     let log = UnifiedLog::open(&dir.path().join("roll-0"), config(), options).expect("open log");
     let mut pending: Vec<Vec<u8>> = batches.to_vec();
     let mut timed = Vec::with_capacity(pending.len());
@@ -62,6 +66,7 @@ fn run(batches: &[Vec<u8>], mode: RollFlushMode, samples: &Samples) -> Duration 
     }
     black_box(log.log_end_offset());
     log.close().expect("close");
+    scheduler.shutdown();
     samples.lock().expect("samples").extend(timed);
     total
 }

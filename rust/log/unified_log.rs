@@ -106,7 +106,8 @@ pub struct LogOpenOptions {
     /// open before it counts as late.
     pub max_transaction_timeout_ms: i32,
     /// Where the flush after a roll runs (a `LogManager` lends its scheduler to its logs);
-    /// `None`: the log starts its own `kafka-flush-log` thread at its first roll.
+    /// `None`: inside the roll (a standalone log has no recovery point on disk, see
+    /// `unified_log/roll_flush.rs`).
     pub flush_scheduler: Option<Arc<BackgroundScheduler>>,
     /// Whether a roll's flush runs in the background (Kafka's way, the default) or inside the
     /// roll (the baseline the roll bench measures).
@@ -510,14 +511,13 @@ impl UnifiedLog {
         // replays at most the active segment. The snapshot's fsync comes with the flush below.
         psm.update_map_end_offset(new_offset);
         psm.take_snapshot(false)?;
-        match self.roll_flush.mode {
+        if self.roll_flush.in_background() {
             // Kafka's roll: the snapshot and everything below the new segment are fsynced by a
             // `flush-log` task, which then advances the recovery point.
-            RollFlushMode::Background => self.roll_flush.request(new_offset, new_offset),
-            RollFlushMode::Synchronous => {
-                psm.flush_snapshot(new_offset)?;
-                self.flush_locked(new_offset)?;
-            }
+            self.roll_flush.request(new_offset, new_offset);
+        } else {
+            psm.flush_snapshot(new_offset)?;
+            self.flush_locked(new_offset)?;
         }
         Ok(segment)
     }
@@ -832,9 +832,7 @@ impl UnifiedLog {
     /// `LogClosed`; closing twice is harmless.
     pub fn close(&self) -> Result<()> {
         let _clean = self.stop_cleaning();
-        let result = self.handle_io(self.close_inner());
-        self.roll_flush.shutdown_own_scheduler();
-        result
+        self.handle_io(self.close_inner())
     }
 
     fn close_inner(&self) -> Result<()> {

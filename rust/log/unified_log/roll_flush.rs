@@ -13,9 +13,11 @@
 //! makes the log refuse writes, so nothing is built on data the disk may have lost (a second
 //! fsync after a failed one may report success without the data).
 //!
-//! Where the task runs: on the `LogManager`'s `BackgroundScheduler` for a managed log; a
-//! standalone log starts its own (`kafka-flush-log`) at its first roll. `close` waits for a
-//! running flush and then flushes everything itself.
+//! Where the task runs: on the `BackgroundScheduler` lent to the log (a `LogManager`'s, shared
+//! by its logs). A log with no scheduler lent (a standalone log) flushes inside the roll, as
+//! `Synchronous` does: it has no recovery point on disk (its next open recovers only the active
+//! segment), so a rolled segment must be durable before the roll returns, and it starts no
+//! thread. `close` waits for a running flush and then flushes everything itself.
 //!
 //! `RollFlushMode::Synchronous` keeps the old behaviour (the flush under the write lock, inside
 //! the roll), as the baseline of `benches/roll_bench.rs`.
@@ -51,8 +53,6 @@ pub enum RollFlushMode {
 
 /// The task's name in Kafka's scheduler.
 const TASK_NAME: &str = "flush-log";
-/// The thread a standalone log starts for its flushes.
-const THREAD_NAME: &str = "kafka-flush-log";
 
 #[derive(Debug, Default)]
 struct State {
@@ -82,9 +82,8 @@ pub(super) struct RollFlush {
     last_flush_ms: Arc<AtomicI64>,
     clock: SharedClock,
     failure_channel: Option<Arc<LogDirFailureChannel>>,
+    /// The scheduler lent to the log; `None`: the roll flushes itself.
     scheduler: Mutex<Option<Arc<BackgroundScheduler>>>,
-    /// Whether `scheduler` was started by this log (shut down at close) or lent by a manager.
-    owns_scheduler: Mutex<bool>,
     state: Mutex<State>,
     idle: Condvar,
 }
@@ -114,24 +113,25 @@ impl RollFlush {
             clock: p.clock,
             failure_channel: p.failure_channel,
             scheduler: Mutex::new(p.scheduler),
-            owns_scheduler: Mutex::new(false),
             state: Mutex::new(State { requested: -1, ..State::default() }),
             idle: Condvar::new(),
         })
     }
 
-    /// Runs later flushes on `scheduler` (a `LogManager`'s), in place of the log's own.
+    /// Runs later flushes on `scheduler` (a `LogManager`'s, lent to a log it loaded).
     pub(super) fn use_scheduler(&self, scheduler: Arc<BackgroundScheduler>) {
-        let previous = self.scheduler.lock().replace(scheduler);
-        if std::mem::replace(&mut *self.owns_scheduler.lock(), false) {
-            if let Some(own) = previous {
-                own.shutdown();
-            }
-        }
+        *self.scheduler.lock() = Some(scheduler);
+    }
+
+    /// Whether the roll leaves its flush to a background task: `Background` mode with a
+    /// scheduler lent (see the module docs).
+    pub(super) fn in_background(&self) -> bool {
+        self.mode == RollFlushMode::Background && self.scheduler.lock().is_some()
     }
 
     /// Asks for a flush of everything below `offset` and of the producer snapshot at
-    /// `snapshot`, in the background. Called by the roll, under the write lock.
+    /// `snapshot`, in the background. Called by the roll, under the write lock, when
+    /// [`RollFlush::in_background`].
     pub(super) fn request(self: &Arc<Self>, offset: i64, snapshot: i64) {
         let mut state = self.state.lock();
         if state.closed {
@@ -144,17 +144,9 @@ impl RollFlush {
         }
         drop(state);
         let this = self.clone();
-        self.scheduler().schedule_once(TASK_NAME, Box::new(move || this.run()));
-    }
-
-    fn scheduler(&self) -> Arc<BackgroundScheduler> {
-        let mut scheduler = self.scheduler.lock();
-        scheduler
-            .get_or_insert_with(|| {
-                *self.owns_scheduler.lock() = true;
-                Arc::new(BackgroundScheduler::threaded(THREAD_NAME))
-            })
-            .clone()
+        // The roll asks only when `in_background`, and a lent scheduler is never taken back.
+        let scheduler = self.scheduler.lock().clone().expect("a roll flush requested without a scheduler");
+        scheduler.schedule_once(TASK_NAME, Box::new(move || this.run()));
     }
 
     /// `KafkaStorage` naming the failed background flush, once one failed.
@@ -186,17 +178,6 @@ impl RollFlush {
     /// closed and drops its error).
     pub(super) fn abandon(&self) {
         self.state.lock().closed = true;
-    }
-
-    /// Stops the scheduler this log started, if any (after `close`; not under the log's write
-    /// lock).
-    pub(super) fn shutdown_own_scheduler(&self) {
-        if std::mem::replace(&mut *self.owns_scheduler.lock(), false) {
-            let own = self.scheduler.lock().take();
-            if let Some(own) = own {
-                own.shutdown();
-            }
-        }
     }
 
     /// The task: flush what was asked for, then advance the recovery point.
