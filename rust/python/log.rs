@@ -255,26 +255,36 @@ impl PyUnifiedLog {
             let mut cols = KafkaColumns::new(&tp.topic, tp.partition);
             let mut next = start;
             let mut scratch = Vec::new();
+            // At most one row per offset of the range the log holds.
+            let max_rows = (end.min(log.log_end_offset()) - start).max(0) as usize;
+            let mut planned = false;
             log.scan_visible(start, end, isolation, |batch, visible| {
                 if !visible {
                     next = batch.next_offset().min(end.max(start));
                     return Ok(true);
                 }
-                let ts_type = timestamp_type_id(&batch);
-                if let crate::record::records::AnyBatch::V2(b) = batch {
-                    // The count is untrusted until decoded: a record takes at least 7 bytes.
-                    let rows = (b.records_count().max(0) as usize).min(b.size_in_bytes() / 7);
-                    cols.reserve(rows, b.size_in_bytes());
-                }
+                // The count is untrusted until decoded: a record takes at least 7 bytes.
+                let (rows, bytes) = match &batch {
+                    crate::record::records::AnyBatch::V2(b) => {
+                        ((b.records_count().max(0) as usize).min(b.size_in_bytes() / 7), b.size_in_bytes())
+                    }
+                    crate::record::records::AnyBatch::Legacy(_) => (0, 0),
+                };
+                cols.start_batch(timestamp_type_id(&batch), rows, bytes);
                 batch.for_each_record(&mut scratch, |r| {
                     if r.offset >= start && r.offset < end {
-                        cols.push(&r, ts_type);
+                        cols.push(&r);
                     }
                     Ok(())
                 })?;
+                if !planned && cols.rows > 0 {
+                    cols.plan(max_rows, max_bytes);
+                    planned = true;
+                }
                 next = batch.next_offset().min(end.max(start));
                 Ok(cols.data_bytes() < max_bytes)
             })?;
+            cols.finish();
             Ok((cols, next))
         })?;
         ArrowColumns::new(py, &mut cols, next)
