@@ -6,8 +6,77 @@ use pyo3::prelude::*;
 
 use super::buffer::{ColumnBytes, OwnedBuffer};
 use super::results::py_result;
+use crate::error::Result;
+use crate::log::unified_log::{FetchIsolation, UnifiedLog};
 use crate::record::default_record::Record;
 use crate::record::records::AnyBatch;
+use crate::record::uncompressed;
+
+/// Decodes `[start, end)` of `log` into Arrow-layout columns, stopping after about `max_bytes`
+/// of key/value data, with the offset to read next (`UnifiedLog.read_columns`). Control
+/// records are left out, and with `TxnCommitted` the records of aborted transactions too.
+/// Uncompressed batches take the fast walk of `record/uncompressed.rs`; a batch it gives up on
+/// is undone and decoded the general way, as compressed and legacy batches are.
+pub(crate) fn read_columns(
+    log: &UnifiedLog,
+    start: i64,
+    end: i64,
+    isolation: FetchIsolation,
+    max_bytes: usize,
+) -> Result<(KafkaColumns, i64)> {
+    // Records below the log start offset (deleted, but still in their batch) never leak out,
+    // whatever `start` the caller gave; `records()` and `read()` agree.
+    let start = start.max(log.log_start_offset());
+    let tp = log.topic_partition();
+    let mut cols = KafkaColumns::new(&tp.topic, tp.partition);
+    let mut next = start;
+    let mut scratch = Vec::new();
+    // At most one row per offset of the range the log holds.
+    let max_rows = (end.min(log.log_end_offset()) - start).max(0) as usize;
+    let mut planned = false;
+    log.scan_visible(start, end, isolation, |batch, visible| {
+        if visible {
+            // The count is untrusted until decoded: a record takes at least 7 bytes.
+            let (rows, bytes) = match &batch {
+                AnyBatch::V2(b) => ((b.records_count().max(0) as usize).min(b.size_in_bytes() / 7), b.size_in_bytes()),
+                AnyBatch::Legacy(_) => (0, 0),
+            };
+            cols.start_batch(timestamp_type_id(&batch), rows, bytes);
+            let in_range = |r: &Record<'_>| r.offset >= start && r.offset < end;
+            let fast = match &batch {
+                AnyBatch::V2(b) => {
+                    let mark = cols.mark();
+                    let done = uncompressed::try_for_each_record(b, |r| {
+                        if in_range(&r) {
+                            cols.push(&r);
+                        }
+                    });
+                    if !done {
+                        cols.rollback(&mark);
+                    }
+                    done
+                }
+                AnyBatch::Legacy(_) => false,
+            };
+            if !fast {
+                batch.for_each_record(&mut scratch, |r| {
+                    if in_range(&r) {
+                        cols.push(&r);
+                    }
+                    Ok(())
+                })?;
+            }
+            if !planned && cols.rows > 0 {
+                cols.plan(max_rows, max_bytes);
+                planned = true;
+            }
+        }
+        next = batch.next_offset().min(end.max(start));
+        Ok(cols.data_bytes() < max_bytes)
+    })?;
+    cols.finish();
+    Ok((cols, next))
+}
 
 /// Kafka's `TimestampType` id of a batch's records, as consumers (and Spark's `timestampType`
 /// column) see it: 0 CreateTime, 1 LogAppendTime, and -1 (`NO_TIMESTAMP_TYPE`) for magic-0
@@ -46,7 +115,9 @@ impl BinaryColumn {
         self.data.reserve(bytes);
     }
 
-    #[inline]
+    // Always inlined: called per key and value of every record.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     fn push(&mut self, v: Option<&[u8]>) {
         if let Some(b) = v {
             self.data.extend_from_slice(b);
@@ -92,6 +163,31 @@ impl BinaryColumn {
         }
     }
 
+    fn mark(&self) -> BinaryMark {
+        BinaryMark {
+            len: self.len,
+            nulls: self.nulls,
+            validity: self.validity.len(),
+            offsets: self.offsets.len(),
+            data: self.data.len(),
+        }
+    }
+
+    /// Back to where `mark` was taken (before [`BinaryColumn::finish`]).
+    fn rollback(&mut self, mark: &BinaryMark) {
+        self.len = mark.len;
+        self.nulls = mark.nulls;
+        self.offsets.truncate(mark.offsets);
+        self.data.truncate(mark.data);
+        // Without nulls there is no bitmap yet; with them, the last byte loses the later bits.
+        self.validity.truncate(if mark.nulls == 0 { 0 } else { mark.validity });
+        if mark.nulls > 0 && !mark.len.is_multiple_of(8) {
+            if let Some(last) = self.validity.last_mut() {
+                *last &= (1u8 << (mark.len % 8)) - 1;
+            }
+        }
+    }
+
     /// Room for `rows` values in all, of `bytes_per_row` each on average (as so far).
     fn plan(&mut self, rows: usize, bytes_per_row: usize) {
         self.offsets.reserve_total((rows + 1) * 4);
@@ -108,6 +204,25 @@ impl BinaryColumn {
         }
         self.len += n;
     }
+}
+
+/// Where a [`BinaryColumn`] stood.
+#[derive(Debug, Clone, Copy)]
+struct BinaryMark {
+    len: usize,
+    nulls: usize,
+    validity: usize,
+    offsets: usize,
+    data: usize,
+}
+
+/// Where the columns stood before a batch, to undo its records ([`KafkaColumns::rollback`]).
+#[derive(Debug)]
+pub struct ColumnsMark {
+    binary: [BinaryMark; 4],
+    fixed: [usize; 3],
+    rows: usize,
+    pending_ts_type: usize,
 }
 
 /// All columns of a chunk.
@@ -203,6 +318,30 @@ impl KafkaColumns {
         }
     }
 
+    /// Where the columns stand now (between records).
+    pub fn mark(&self) -> ColumnsMark {
+        ColumnsMark {
+            binary: [self.key.mark(), self.value.mark(), self.header_key.mark(), self.header_value.mark()],
+            fixed: [self.offset.len(), self.timestamp_us.len(), self.header_offsets.len()],
+            rows: self.rows,
+            pending_ts_type: self.pending_ts_type,
+        }
+    }
+
+    /// Undoes the records pushed since `mark` was taken (in the same batch).
+    pub fn rollback(&mut self, mark: &ColumnsMark) {
+        let binary = [&mut self.key, &mut self.value, &mut self.header_key, &mut self.header_value];
+        for (c, m) in binary.into_iter().zip(&mark.binary) {
+            c.rollback(m);
+        }
+        let fixed = [&mut self.offset, &mut self.timestamp_us, &mut self.header_offsets];
+        for (c, &len) in fixed.into_iter().zip(&mark.fixed) {
+            c.truncate(len);
+        }
+        self.rows = mark.rows;
+        self.pending_ts_type = mark.pending_ts_type;
+    }
+
     fn flush_ts_type(&mut self) {
         let n = std::mem::take(&mut self.pending_ts_type);
         self.timestamp_type.extend_repeated(&self.ts_type.to_le_bytes(), n);
@@ -214,25 +353,31 @@ impl KafkaColumns {
     }
 
     /// Appends one record of the current batch.
-    #[inline]
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     pub fn push(&mut self, r: &Record<'_>) {
         self.key.push(r.key);
         self.value.push(r.value);
         self.offset.extend_from_slice(&r.offset.to_le_bytes());
         self.timestamp_us.extend_from_slice(&r.timestamp.saturating_mul(1000).to_le_bytes());
         if r.header_count() > 0 {
-            for (k, v) in r.headers() {
-                // Header keys are UTF-8 strings in Kafka; invalid bytes are replaced as Java does.
-                match std::str::from_utf8(k) {
-                    Ok(_) => self.header_key.push(Some(k)),
-                    Err(_) => self.header_key.push(Some(String::from_utf8_lossy(k).as_bytes())),
-                }
-                self.header_value.push(v);
-            }
+            self.push_headers(r);
         }
         self.header_offsets.extend_from_slice(&(self.header_key.len as i32).to_le_bytes());
         self.pending_ts_type += 1;
         self.rows += 1;
+    }
+
+    #[inline(never)]
+    fn push_headers(&mut self, r: &Record<'_>) {
+        for (k, v) in r.headers() {
+            // Header keys are UTF-8 strings in Kafka; invalid bytes are replaced as Java does.
+            match std::str::from_utf8(k) {
+                Ok(_) => self.header_key.push(Some(k)),
+                Err(_) => self.header_key.push(Some(String::from_utf8_lossy(k).as_bytes())),
+            }
+            self.header_value.push(v);
+        }
     }
 
     /// Writes the columns that are the same for every row of a batch (topic, partition,

@@ -149,6 +149,11 @@ impl ColumnBytes {
         }
     }
 
+    /// Shortens to `len` bytes (no-op when already shorter); the capacity stays.
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
     /// Makes room for `len` bytes in all.
     #[inline]
     pub fn reserve_total(&mut self, len: usize) {

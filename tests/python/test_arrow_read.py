@@ -22,6 +22,7 @@ import pytest
 import kafkalog
 from kafkalog import batches
 from kafkalog.arrow import KAFKA_SCHEMA
+from kafkalog.exceptions import CorruptRecordError
 from kafkalog.records import Record
 
 T0 = 1_700_000_000_000
@@ -186,3 +187,36 @@ def test_nulls_first_seen_past_a_megabyte_of_values(tmp_path: Path) -> None:
         clean = log.to_arrow(0, 6000)
         assert clean.column("key").chunks[0].buffers()[0] is None
         assert clean.column("value").null_count == 0
+
+
+def test_a_batch_the_fast_walk_gives_up_on_fails_as_the_general_decoder_reports(tmp_path: Path) -> None:
+    """An uncompressed batch declaring one record fewer than it holds (its CRC matching): the
+    fast walk gives up, its rows are undone, and the general decoder's error is raised, the
+    same as ``records()`` raises; the batches before and after it still read."""
+    from kafka.record.util import calc_crc32c
+
+    path = tmp_path / "damaged-0"
+    with kafkalog.UnifiedLog.open(path) as log:
+        for b in range(3):
+            log.append([(b"k%d" % i, b"v" * 50) for i in range(10)])
+    log_file = next(path.glob("*.log"))
+    raw = bytearray(log_file.read_bytes())
+    second = 12 + int.from_bytes(raw[8:12], "big")  # the second batch's position
+    raw[second + 57 : second + 61] = (9).to_bytes(4, "big")
+    end = second + 12 + int.from_bytes(raw[second + 8 : second + 12], "big")
+    raw[second + 17 : second + 21] = calc_crc32c(bytes(raw[second + 21 : end])).to_bytes(4, "big")
+    log_file.write_bytes(bytes(raw))
+    with kafkalog.UnifiedLog.open(path, read_only=True) as log:
+        with pytest.raises(CorruptRecordError) as general:
+            list(log.records())
+        with pytest.raises(type(general.value)) as arrow:
+            log.to_arrow()
+        assert str(arrow.value) == str(general.value)
+        assert "remain after the 9 records" in str(arrow.value)
+        # records() fails on these ranges too: its fetches decode the damaged batch.
+        before = log.to_arrow(0, 10)
+        assert before.column("offset").to_pylist() == list(range(10))
+        assert before.column("key").to_pylist() == [b"k%d" % i for i in range(10)]
+        after = log.to_arrow(20)
+        assert after.column("offset").to_pylist() == list(range(20, 30))
+        assert after.column("value").to_pylist() == [b"v" * 50] * 10
