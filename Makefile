@@ -77,6 +77,7 @@ bench: $(NATIVE_STAMP)
 	$(PY) benches/bench_python.py
 	$(PY) benches/bench_recovery.py
 	$(PY) benches/bench_cleaner.py
+	$(PY) benches/bench_read.py
 	$(PY) benches/bench_read_committed.py
 	$(PY) benches/bench_spark_read.py
 	$(PY) benches/bench_spark_compact.py

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-use super::arrow::{timestamp_type_id, ArrowColumns, KafkaColumns};
+use super::arrow::{read_columns, ArrowColumns};
 use super::cleaner::{CompactResult, DirtyCompactResult};
 use super::decode;
 use super::errors::{run, to_py_err};
@@ -247,36 +247,7 @@ impl PyUnifiedLog {
         // Arrow's binary columns use int32 offsets: a chunk stops well before 2 GiB of data.
         let max_bytes = max_bytes.min(1 << 30);
         let log = self.inner.clone();
-        let (mut cols, next) = run(py, move || {
-            // Records below the log start offset (deleted, but still in their batch) never leak
-            // out, whatever `start` the caller gave; `records()` and `read()` agree.
-            let start = start.max(log.log_start_offset());
-            let tp = log.topic_partition();
-            let mut cols = KafkaColumns::new(&tp.topic, tp.partition);
-            let mut next = start;
-            let mut scratch = Vec::new();
-            log.scan_visible(start, end, isolation, |batch, visible| {
-                if !visible {
-                    next = batch.next_offset().min(end.max(start));
-                    return Ok(true);
-                }
-                let ts_type = timestamp_type_id(&batch);
-                if let crate::record::records::AnyBatch::V2(b) = batch {
-                    // The count is untrusted until decoded: a record takes at least 7 bytes.
-                    let rows = (b.records_count().max(0) as usize).min(b.size_in_bytes() / 7);
-                    cols.reserve(rows, b.size_in_bytes());
-                }
-                batch.for_each_record(&mut scratch, |r| {
-                    if r.offset >= start && r.offset < end {
-                        cols.push(&r, ts_type);
-                    }
-                    Ok(())
-                })?;
-                next = batch.next_offset().min(end.max(start));
-                Ok(cols.data_bytes() < max_bytes)
-            })?;
-            Ok((cols, next))
-        })?;
+        let (mut cols, next) = run(py, move || read_columns(&log, start, end, isolation, max_bytes))?;
         ArrowColumns::new(py, &mut cols, next)
     }
 

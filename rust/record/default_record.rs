@@ -43,6 +43,22 @@ impl<'a> Record<'a> {
         Record { offset, timestamp, sequence: -1, key, value, headers_raw: &[], header_count: 0, size_in_bytes }
     }
 
+    /// A record from its decoded parts: `headers` are the encoded, already validated headers
+    /// and their count (as [`Record::raw_headers`] returns them). For decoders of the batch
+    /// format (`record/uncompressed.rs`).
+    pub(crate) fn from_parts(
+        offset: i64,
+        timestamp: i64,
+        sequence: i32,
+        key: Option<&'a [u8]>,
+        value: Option<&'a [u8]>,
+        headers: (&'a [u8], u32),
+        size_in_bytes: u32,
+    ) -> Self {
+        let (headers_raw, header_count) = headers;
+        Record { offset, timestamp, sequence, key, value, headers_raw, header_count, size_in_bytes }
+    }
+
     /// Number of headers.
     pub fn header_count(&self) -> usize {
         self.header_count as usize

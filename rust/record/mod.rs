@@ -13,6 +13,7 @@ pub mod planned_batches;
 pub mod producer_batches;
 pub mod records;
 pub mod timestamp_type;
+pub mod uncompressed;
 pub mod varint;
 
 pub use batch::RecordBatch;
