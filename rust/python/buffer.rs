@@ -20,8 +20,11 @@ use pyo3::prelude::*;
 const MAP_FROM: usize = 1 << 20;
 /// Mapped columns grow in steps of this many bytes.
 const MAP_STEP: usize = 2 << 20;
-/// The most bytes of released column maps kept for reuse.
-const POOL_BYTES: usize = 1 << 30;
+/// The most bytes of released column maps kept for reuse. Kept pages count in the process's
+/// address space (Spark's `spark.executor.pyspark.memory` is an `RLIMIT_AS`) and, until the
+/// kernel takes them back, in its resident size: half a GiB bounds what a reader holds (a read of
+/// about 250 MB of records needs about 300 MB of columns).
+const POOL_BYTES: usize = 512 << 20;
 
 /// Column maps whose `OwnedBuffer` Python released, kept (up to [`POOL_BYTES`]) for the next
 /// columns: memory reused this way is already faulted in, where a fresh map costs a page fault
