@@ -61,6 +61,9 @@ use crate::record::default_record::Record;
 use crate::record::records::BatchIter;
 use crate::segment::log_segment::LogSegment;
 
+/// Keys ahead of their inserts whose slots are prefetched (as pass 1 does).
+const PREFETCH_AHEAD: usize = 16;
+
 /// Offsets the sliced marks may cover per slot of the offset map (3 bits each: 6 bytes per
 /// 24-byte slot at most, a quarter on top of the map); a longer log is cleaned in rounds.
 pub const SLICED_OFFSETS_PER_SLOT: usize = 16;
@@ -258,15 +261,22 @@ impl Cleaner {
                     records.push(r);
                     Ok(())
                 })?;
-                for (r, h) in c.hashed(&records, |r| r.offset >= start && r.offset < end) {
-                    if !slice.contains(&h) {
-                        continue;
+                let mut mine = c.hashed(&records, |r| r.offset >= start && r.offset < end);
+                mine.retain(|(_, h)| slice.contains(h));
+                // Prefetch the slots ahead of the inserts, as pass 1 does: the map is far
+                // bigger than the cache, and each insert would otherwise wait on memory.
+                for (_, h) in mine.iter().take(PREFETCH_AHEAD) {
+                    c.cleaner.map.prefetch(h);
+                }
+                for (i, (r, h)) in mine.iter().enumerate() {
+                    if let Some((_, ahead)) = mine.get(i + PREFETCH_AHEAD) {
+                        c.cleaner.map.prefetch(ahead);
                     }
                     if c.cleaner.map.size() >= capacity {
                         outcome = SlicePass::Overflow;
                         return Ok(false);
                     }
-                    if let Some(old) = c.cleaner.map.put_hash(&h, r.offset)?.filter(|old| *old < r.offset) {
+                    if let Some(old) = c.cleaner.map.put_hash(h, r.offset)?.filter(|old| *old < r.offset) {
                         c.cleaner.mapped.mark_superseded(old);
                     }
                     c.cleaner.mark(r);
@@ -305,13 +315,19 @@ impl Cleaner {
                     records.push(r);
                     Ok(())
                 })?;
-                for (r, h) in c.hashed(&records, |r| r.offset < start) {
-                    if slice.contains(&h) {
-                        if c.cleaner.map.get_hash(&h) > r.offset {
-                            c.cleaner.mapped.mark_superseded(r.offset);
-                        }
-                        c.cleaner.mark(r);
+                let mut mine = c.hashed(&records, |r| r.offset < start);
+                mine.retain(|(_, h)| slice.contains(h));
+                for (_, h) in mine.iter().take(PREFETCH_AHEAD) {
+                    c.cleaner.map.prefetch(h);
+                }
+                for (i, (r, h)) in mine.iter().enumerate() {
+                    if let Some((_, ahead)) = mine.get(i + PREFETCH_AHEAD) {
+                        c.cleaner.map.prefetch(ahead);
                     }
+                    if c.cleaner.map.get_hash(h) > r.offset {
+                        c.cleaner.mapped.mark_superseded(r.offset);
+                    }
+                    c.cleaner.mark(r);
                 }
                 Ok(true)
             })?;
