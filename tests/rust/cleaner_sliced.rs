@@ -106,6 +106,8 @@ struct Outcome {
     ends: (i64, i64),
     passes: usize,
     sliced: bool,
+    /// Sliced passes cut short by an overflowing slice, split and rescanned.
+    splits: u32,
 }
 
 /// Builds `first` then cleans it in rounds at `T0`, appends `second`, cleans again at `now`
@@ -123,12 +125,14 @@ fn run(first: &[Op], second: &[Op], slots: usize, now: i64, retention: i64, mode
     let mut c = cleaner(&fx, slots, mode);
     let options = CompactOptions { first_dirty_offset: Some(one.end_offset), now_ms: Some(now) };
     let two = compact_log(&mut c, &log, &options, &|| Ok(())).expect("second clean");
-    let sliced = c.sliced_report().is_some();
-    Outcome { batches: all_batches(&log), ends: (one.end_offset, two.end_offset), passes: two.passes.len(), sliced }
+    let (sliced, splits) = (c.sliced_report().is_some(), c.sliced_report().map_or(0, |r| r.splits));
+    let ends = (one.end_offset, two.end_offset);
+    Outcome { batches: all_batches(&log), ends, passes: two.passes.len(), sliced, splits }
 }
 
-/// Runs both modes and compares them; returns the rounds' number of passes.
-fn compare(first: &[Op], second: &[Op], slots: usize, now: i64, retention: i64) -> (usize, bool) {
+/// Runs both modes and compares them; returns the rounds' number of passes, whether the
+/// sliced passes ran and how many slices overflowed.
+fn compare(first: &[Op], second: &[Op], slots: usize, now: i64, retention: i64) -> (usize, bool, u32) {
     let rounds = run(first, second, slots, now, retention, DecisionMode::Rounds);
     let sliced = run(first, second, slots, now, retention, DecisionMode::Sliced);
     assert_eq!(sliced.ends, rounds.ends, "end offsets");
@@ -139,24 +143,31 @@ fn compare(first: &[Op], second: &[Op], slots: usize, now: i64, retention: i64) 
     } else if retention > 0 {
         assert!(rounds.passes <= 1, "the sliced passes ran whenever rounds needed several");
     }
-    (rounds.passes, sliced.sliced)
+    (rounds.passes, sliced.sliced, sliced.splits)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..proptest_config() })]
-
-    /// Random logs over 40 keys with maps of 6 to 20 slots (several rounds each).
-    #[test]
-    fn sliced_decisions_keep_what_converged_rounds_keep(
-        first in prop::collection::vec(op(40), 0..30),
-        second in prop::collection::vec(op(40), 1..60),
-        slots in 6usize..20,
-        late in any::<bool>(),
-        retention in prop_oneof![4 => Just(RETENTION_MS), 1 => Just(0i64)],
-    ) {
-        let now = if late { T0 + retention + 1 } else { T0 };
-        compare(&first, &second, slots, now, retention);
-    }
+/// Random logs over 40 keys with maps of 6 to 20 slots (several rounds each), 48 cases from
+/// the fixed seed; some of them must overflow a slice (split and scanned again).
+#[test]
+fn sliced_decisions_keep_what_converged_rounds_keep() {
+    let strategy = (
+        prop::collection::vec(op(40), 0..30),
+        prop::collection::vec(op(40), 1..60),
+        6usize..20,
+        any::<bool>(),
+        prop_oneof![4 => Just(RETENTION_MS), 1 => Just(0i64)],
+    );
+    let splits = std::cell::Cell::new(0u32);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases: 48, ..proptest_config() });
+    runner
+        .run(&strategy, |(first, second, slots, late, retention)| {
+            let now = if late { T0 + retention + 1 } else { T0 };
+            let (_, _, split) = compare(&first, &second, slots, now, retention);
+            splits.set(splits.get() + split);
+            Ok(())
+        })
+        .expect("the sliced mode keeps what the rounds keep");
+    assert!(splits.get() > 0, "test set-up: no slice overflowed");
 }
 
 /// Fixed logs needing 2, 3 and 5 rounds: the sliced mode runs (it does not fall back) and
@@ -171,7 +182,7 @@ fn two_three_and_five_rounds_become_one_rewrite() {
         ops.push(Op::Roll);
         ops.push(Op::Txn { pid: 2, records: vec![(Some(3), false)], commit: false });
         ops.extend((0..keys).step_by(2).map(|k| Op::Batch(vec![(Some(k), k % 4 == 0)])));
-        let (passes, sliced) = compare(&[], &ops, 12, T0, RETENTION_MS);
+        let (passes, sliced, _) = compare(&[], &ops, 12, T0, RETENTION_MS);
         assert_eq!(passes, want, "{keys} keys");
         assert!(sliced, "{keys} keys: the sliced passes ran");
     }
@@ -182,7 +193,7 @@ fn two_three_and_five_rounds_become_one_rewrite() {
 #[test]
 fn zero_delete_retention_falls_back_to_rounds() {
     let ops: Vec<Op> = (0..30u8).map(|k| Op::Batch(vec![(Some(k), k % 3 == 0)])).collect();
-    let (passes, sliced) = compare(&[], &ops, 12, T0, 0);
+    let (passes, sliced, _) = compare(&[], &ops, 12, T0, 0);
     assert!(passes >= 3);
     assert!(!sliced);
 }
