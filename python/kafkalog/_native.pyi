@@ -174,6 +174,7 @@ class UnifiedLog:
         time_ms: int | None,
         ignore_cleanup_policy: bool,
         progress: Callable[[Progress], object] | None = None,
+        sliced_decisions: bool = False,
     ) -> CompactResult: ...
     def compact_dirty(
         self,

@@ -313,6 +313,7 @@ class UnifiedLog:
         time_ms: int | None = None,
         ignore_cleanup_policy: bool = False,
         on_progress: Callable[[Progress], None] | None = None,
+        sliced_decisions: bool = False,
     ) -> CompactResult:
         """Compacts the log now (Kafka's cleaner, on demand): keeps the latest record of every
         key below the first uncleanable offset, in as many passes as the offset map needs.
@@ -348,13 +349,20 @@ class UnifiedLog:
         per phase of each round (``indexing``, then ``cleaning``, in bytes), as
         ``LogManager.compact_now`` describes; an exception it raises stops the clean at its
         next chunk (segments already swapped in stay cleaned, the rest untouched) and
-        propagates once the clean has stopped."""
+        propagates once the clean has stopped.
+
+        ``sliced_decisions=True`` (kafkalog's ``log.cleaner.kafkalog.sliced.decisions``): when
+        the range holds more keys than the map, decide every key in hash-sliced read passes
+        and rewrite the log once, instead of Kafka's one rewrite per pass. The records kept,
+        the markers and the end offset are those of Kafka's passes run to the end; only which
+        batches carry a delete-horizon stamp may differ (one pass is reported)."""
         return self._log.compact_now(
             *self._on_demand_sizes(dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second),
             None if first_dirty_offset is None else arg.offset("first_dirty_offset", first_dirty_offset),
             arg.optional_integer("time_ms", time_ms, 0, arg.I64_MAX),
             arg.flag("ignore_cleanup_policy", ignore_cleanup_policy),
             arg.progress_callback("on_progress", on_progress),
+            arg.flag("sliced_decisions", sliced_decisions),
         )
 
     def compact_dirty(

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::cleaner_stats::CleanerStats;
+use super::decision_mode::{DecisionMode, SlicedReport};
 use super::filter::{CleanedTransactionMetadata, CleanerFilter, LastRecord};
 use super::io_buffers::IoBuffers;
 use super::log_to_clean::{calculate_cleanable_bytes, LogToClean};
@@ -32,6 +33,9 @@ pub struct CleanerParams {
     pub max_io_buffer_size: usize,
     /// Share of the map's slots a pass may fill (`log.cleaner.io.buffer.load.factor`).
     pub dedupe_buffer_load_factor: f64,
+    /// What a clean does when the dirty section holds more keys than the map
+    /// (`log.cleaner.kafkalog.decision.mode`; Kafka's rounds by default).
+    pub decision_mode: DecisionMode,
 }
 
 impl Default for CleanerParams {
@@ -41,6 +45,7 @@ impl Default for CleanerParams {
             io_buffer_size: 512 * 1024 / 2,
             max_io_buffer_size: 1024 * 1024 + 12,
             dedupe_buffer_load_factor: 0.9,
+            decision_mode: DecisionMode::Rounds,
         }
     }
 }
@@ -48,14 +53,19 @@ impl Default for CleanerParams {
 /// Cleans logs with one offset map. Mirrors Kafka's `Cleaner`. Not thread-safe: one per
 /// cleaner thread (or per on-demand clean); its map and buffers are allocated once and reused.
 pub struct Cleaner {
-    id: usize,
-    map: SkimpyOffsetMap,
-    params: CleanerParams,
-    throttler: Arc<Throttler>,
+    pub(super) id: usize,
+    pub(super) map: SkimpyOffsetMap,
+    pub(super) params: CleanerParams,
+    pub(super) throttler: Arc<Throttler>,
     clock: SharedClock,
-    bufs: IoBuffers,
-    /// What pass 1 learned about the records it mapped, for pass 2.
-    mapped: MappedRecords,
+    pub(super) bufs: IoBuffers,
+    /// What pass 1 learned about the records it mapped (or the sliced passes about every
+    /// keyed record), for pass 2.
+    pub(super) mapped: MappedRecords,
+    /// The log's `max.message.bytes` during the sliced decision passes.
+    pub(super) max_message_bytes: usize,
+    /// What the last clean's sliced decision passes did, if it ran them.
+    pub(super) sliced: Option<SlicedReport>,
     /// Where each clean reports how far it is, and the rounds reported so far.
     progress: Option<ProgressSink>,
     round: u32,
@@ -106,6 +116,8 @@ impl Cleaner {
             clock,
             bufs,
             mapped: MappedRecords::default(),
+            max_message_bytes: 0,
+            sliced: None,
             progress: None,
             round: 0,
         })
@@ -144,6 +156,11 @@ impl Cleaner {
     /// Gives the offset map back, for another cleaner to reuse.
     pub fn into_offset_map(self) -> SkimpyOffsetMap {
         self.map
+    }
+
+    /// What the last clean's sliced decision passes did (`None` if it ran none).
+    pub fn sliced_report(&self) -> Option<SlicedReport> {
+        self.sliced
     }
 
     /// Keys one pass can map: slots x load factor.
@@ -208,8 +225,8 @@ impl Cleaner {
                 return Ok((to_clean.first_dirty_offset, stats));
             }
         }
-        self.build_offset_map(log, to_clean.first_dirty_offset, upper_bound, &aborted, &mut stats, &check)?;
-        let end_offset = self.map.latest_offset() + 1;
+        let end_offset =
+            self.map_dirty_section(log, to_clean.first_dirty_offset, upper_bound, &aborted, &mut stats, &check)?;
         stats.index_done();
         log::info!(
             "Cleaner {}: Cleaning log {partition} (offsets [{}, {end_offset}), discarding legacy tombstones prior to {legacy_delete_horizon})...",
@@ -248,7 +265,7 @@ impl Cleaner {
 
     /// Pass 1 (Kafka's `buildOffsetMap`): maps the keys of `[start, end)`, stopping when the
     /// map reaches its load factor. The map's latest offset then tells how far it got.
-    fn build_offset_map(
+    pub(super) fn build_offset_map(
         &mut self,
         log: &UnifiedLog,
         start: i64,

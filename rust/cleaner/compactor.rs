@@ -17,6 +17,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::cleaner::{Cleaner, CleanerParams};
 use super::compact::{compact_log, CompactOptions, CompactResult};
+use super::decision_mode::DecisionMode;
 use super::offset_map::{SkimpyOffsetMap, BYTES_PER_ENTRY, MAX_MAP_BYTES};
 use super::throttler::{Throttler, CHECK_INTERVAL};
 use crate::config::CleanerConfig;
@@ -165,6 +166,7 @@ impl Compactor {
         let params = CleanerParams {
             io_buffer_size: usize::try_from(c.io_buffer_size / 2).unwrap_or(0),
             dedupe_buffer_load_factor: c.dedupe_buffer_load_factor,
+            decision_mode: DecisionMode::of_config(c.sliced_decisions),
             ..CleanerParams::default()
         };
         let throttler = Arc::new(Throttler::new(c.max_io_bytes_per_second, CHECK_INTERVAL));

@@ -28,6 +28,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use super::cleaner::{Cleaner, CleanerParams};
 use super::cleaner_stats::CleanerStats;
 use super::compact::{compact_log, CompactOptions, CompactResult};
+use super::decision_mode::DecisionMode;
 use super::log_cleaner_manager::{LogCleanerManager, LogSource, PreCleanStats};
 use super::log_to_clean::LogToClean;
 use super::offset_map::{SkimpyOffsetMap, BYTES_PER_ENTRY, MAX_MAP_BYTES};
@@ -534,6 +535,7 @@ impl Core {
             io_buffer_size: usize::try_from(config.io_buffer_size.max(0)).unwrap_or(0) / threads / 2,
             max_io_buffer_size: self.max_message_bytes,
             dedupe_buffer_load_factor: config.dedupe_buffer_load_factor,
+            decision_mode: DecisionMode::of_config(config.sliced_decisions),
         };
         Cleaner::new(id, map, params, self.throttler.clone(), self.clock.clone())
     }

@@ -31,6 +31,9 @@ pub struct MappedRecords {
     cap: usize,
     mapped: Vec<u64>,
     superseded: Vec<u64>,
+    /// Keyed records decided without a value (tombstones), marked only by the sliced
+    /// decision passes ([`super::sliced`]), which decide every keyed record.
+    decided: Vec<u64>,
 }
 
 /// What pass 1 knows of a batch's offsets.
@@ -52,6 +55,30 @@ impl MappedRecords {
         self.cap = cap;
         self.mapped.clear();
         self.superseded.clear();
+        self.decided.clear();
+    }
+
+    /// The first offset tracked and how many are.
+    pub fn range(&self) -> (i64, usize) {
+        (self.first, self.cap)
+    }
+
+    fn grow_to(&mut self, word: usize) {
+        if word >= self.mapped.len() {
+            self.mapped.resize(word + 1, 0);
+            self.superseded.resize(word + 1, 0);
+            self.decided.resize(word + 1, 0);
+        }
+    }
+
+    /// Marks `offset` as decided by a pass that maps its key (a keyed record without a
+    /// value): its fate is then known like a mapped record's, but its batch is never kept or
+    /// dropped whole on the marks alone (a tombstone's horizon is decided record by record).
+    pub fn mark_decided(&mut self, offset: i64) {
+        if let Some(i) = self.index(offset) {
+            self.grow_to(i / 64);
+            self.decided[i / 64] |= 1 << (i % 64);
+        }
     }
 
     fn index(&self, offset: i64) -> Option<usize> {
@@ -63,10 +90,7 @@ impl MappedRecords {
     pub fn mark_mapped(&mut self, offset: i64) {
         if let Some(i) = self.index(offset) {
             let word = i / 64;
-            if word >= self.mapped.len() {
-                self.mapped.resize(word + 1, 0);
-                self.superseded.resize(word + 1, 0);
-            }
+            self.grow_to(word);
             self.mapped[word] |= 1 << (i % 64);
         }
     }
@@ -85,7 +109,7 @@ impl MappedRecords {
     pub fn is_latest(&self, offset: i64) -> Option<bool> {
         let i = self.index(offset)?;
         let (word, bit) = (i / 64, 1u64 << (i % 64));
-        if self.mapped.get(word)? & bit == 0 {
+        if (self.mapped.get(word)? | self.decided[word]) & bit == 0 {
             return None;
         }
         Some(self.superseded[word] & bit == 0)

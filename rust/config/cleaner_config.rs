@@ -46,6 +46,11 @@ pub struct CleanerConfig {
     /// `log.cleaner.enable`: boolean, default true. Deprecated since Kafka 4.1, to be removed
     /// in 5.0.
     pub enable_cleaner: bool,
+    /// `log.cleaner.kafkalog.sliced.decisions`: boolean, default false (kafkalog's; Kafka has
+    /// no such key). When the dirty section holds more keys than the offset map, decide every
+    /// key in hash-sliced passes and rewrite the log once (`cleaner::sliced`), keeping the
+    /// records Kafka's rounds keep once they converge, instead of Kafka's one rewrite per round.
+    pub sliced_decisions: bool,
 }
 
 impl Default for CleanerConfig {
@@ -59,6 +64,7 @@ impl Default for CleanerConfig {
             max_io_bytes_per_second: f64::MAX,
             backoff_ms: 15_000,
             enable_cleaner: true,
+            sliced_decisions: false,
         }
     }
 }
@@ -137,7 +143,7 @@ impl CleanerConfig {
 static TABLE: KeyTable<CleanerConfig> = KeyTable::new(&KEYS);
 
 #[rustfmt::skip]
-static KEYS: [Key<CleanerConfig>; 7] = [
+static KEYS: [Key<CleanerConfig>; 8] = [
     key!("log.cleaner.backoff.ms", backoff_ms, long Range::AtLeast(0)),
     key!("log.cleaner.dedupe.buffer.size", dedupe_buffer_size, long Range::Any),
     key!("log.cleaner.enable", enable_cleaner, bool),
@@ -148,6 +154,7 @@ static KEYS: [Key<CleanerConfig>; 7] = [
     key!("log.cleaner.io.max.bytes.per.second", max_io_bytes_per_second,
         |k, v| parse_double(k, v, |f| f.is_finite() && f > 0.0, "must be finite and > 0"),
         |c| Some(java_double(c.max_io_bytes_per_second))),
+    key!("log.cleaner.kafkalog.sliced.decisions", sliced_decisions, bool),
     key!("log.cleaner.threads", num_threads, int Range::AtLeast(0)),
 ];
 

@@ -461,7 +461,7 @@ impl PyUnifiedLog {
     /// `cleanup.policy` lacks `compact` is refused unless `ignore_cleanup_policy`, as
     /// `LogManager.compact_now` refuses it.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, first_dirty_offset, time_ms, ignore_cleanup_policy, progress=None))]
+    #[pyo3(signature = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second, first_dirty_offset, time_ms, ignore_cleanup_policy, progress=None, sliced_decisions=false))]
     fn compact_now(
         &self,
         py: Python<'_>,
@@ -473,9 +473,10 @@ impl PyUnifiedLog {
         time_ms: Option<i64>,
         ignore_cleanup_policy: bool,
         progress: Option<Py<PyAny>>,
+        sliced_decisions: bool,
     ) -> PyResult<CompactResult> {
-        let compactor =
-            on_demand_compactor(py, dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second)?;
+        let sizes = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second);
+        let compactor = on_demand_compactor(py, sizes, sliced_decisions)?;
         let options = CompactOptions { first_dirty_offset, now_ms: time_ms };
         let log = self.inner.clone();
         let result = super::progress::run_with_progress(py, progress, move |sink| {
@@ -498,8 +499,8 @@ impl PyUnifiedLog {
         time_ms: Option<i64>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<DirtyCompactResult> {
-        let compactor =
-            on_demand_compactor(py, dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second)?;
+        let sizes = (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second);
+        let compactor = on_demand_compactor(py, sizes, false)?;
         let log = self.inner.clone();
         let outcome = super::progress::run_with_progress(py, progress, move |sink| {
             compact_dirty(&compactor, &log, time_ms, sink)
@@ -508,13 +509,12 @@ impl PyUnifiedLog {
     }
 }
 
-/// A compactor with an on-demand clean's sizes (`log.cleaner.*`; checked when it cleans).
+/// A compactor with an on-demand clean's sizes (`log.cleaner.*`: dedupe buffer, load factor,
+/// I/O buffer, rate; checked when it cleans) and `log.cleaner.kafkalog.sliced.decisions`.
 fn on_demand_compactor(
     py: Python<'_>,
-    dedupe_buffer_size: i64,
-    load_factor: f64,
-    io_buffer_size: i64,
-    max_io_bytes_per_second: Option<f64>,
+    (dedupe_buffer_size, load_factor, io_buffer_size, max_io_bytes_per_second): (i64, f64, i64, Option<f64>),
+    sliced_decisions: bool,
 ) -> PyResult<Compactor> {
     let io_buffer_size = i32::try_from(io_buffer_size).map_err(|_| {
         let rule = crate::cleaner::compactor::IO_BUFFER_SIZE_RANGE;
@@ -525,6 +525,7 @@ fn on_demand_compactor(
         dedupe_buffer_load_factor: load_factor,
         io_buffer_size,
         max_io_bytes_per_second: max_io_bytes_per_second.unwrap_or(f64::MAX),
+        sliced_decisions,
         ..CleanerConfig::default()
     };
     Ok(Compactor::new(config, Arc::new(SystemClock)))

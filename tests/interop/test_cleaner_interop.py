@@ -40,7 +40,9 @@ empty if all its records are superseded; a broker knows its producers from its s
 driver rebuilds them from the segments); the cleanable range under min.compaction.lag.ms and from
 a first dirty offset inside a segment; transactions (committed, aborted, spanning segments,
 markers, and transactions still open in closed segments, which bound the cleanable range at the
-last stable offset), over two rounds, including the cleaned segments' .txnindex.
+last stable offset), over two rounds, including the cleaned segments' .txnindex. And kafkalog's
+sliced decisions (one rewrite) against Kafka's passes run until the range is done, on logs
+needing 2, 3 and 5 passes of a 40-slot map: the same records, batches and end offset.
 
 Runtime: about 25 s (a dozen short JVM runs).
 """
@@ -820,3 +822,86 @@ def test_kafkalog_compaction_of_transactions_matches_kafka(tmp_path, kafka_jars:
         f"non-empty .txnindex files of cleaned segments differ: Kafka {sorted(txn['Kafka'])}, "
         f"kafkalog {sorted(txn['kafkalog'])}"
     )
+
+
+# -- hash-sliced decisions against Kafka's passes run to convergence ---------------------------------
+
+SLICED_MAP = 24 * 40  # 40 slots, 36 keys a pass
+
+
+@pytest.mark.parametrize("keys,passes", [(60, 2), (80, 3), (130, 5)], ids=["2-passes", "3-passes", "5-passes"])
+def test_sliced_decisions_keep_what_kafkas_passes_keep(tmp_path, kafka_jars: KafkaJars, keys: int, passes: int):
+    """kafkalog's ``sliced_decisions`` (``log.cleaner.kafkalog.sliced.decisions``: hash-sliced
+    decision passes, then one rewrite) against Kafka's Cleaner run pass after pass until the
+    cleanable range is done (the driver's loop), on a log whose keys need 2, 3 and 5 of Kafka's
+    passes with a 40-slot map. The log was cleaned once by Kafka (tombstones and markers stamped,
+    now past their horizon), then got more data, tombstones, committed and aborted transactions
+    across several segments. Both sides must keep the same records (offset, timestamp, key,
+    value, headers), the same batches (offsets, control or not: markers and empty batches) and
+    end at the same offset; kafkalog in one rewrite. Only the delete-horizon stamps may differ
+    (see ``cleaner::sliced``), so they are not compared."""
+    rng = random.Random(1700 + keys)
+    now1 = int(time.time() * 1000)
+    now2 = now1 + 2_000  # past round 1's horizons (delete.retention.ms = 1 s)
+    config = {**TOPIC_CONFIG, "delete.retention.ms": "1000", "internal.segment.bytes": "8192"}
+    names = [f"s-key-{i:04d}".encode() for i in range(keys)]
+    source = tmp_path / "source" / "sliced-0"
+    seqs: dict[int, int] = {}
+
+    def batch(log: kafkalog.UnifiedLog, ts: int, recs: list[tuple[bytes | None, bytes | None]], pid: int = -1, txn: bool = False) -> None:
+        producer = {}
+        if pid >= 0:
+            seq = seqs.get(pid, 0)
+            producer = {"producer_id": pid, "producer_epoch": 0, "base_sequence": seq, "transactional": txn}
+            seqs[pid] = seq + len(recs)
+        records = [Record(k, v, (("h", b"%d" % i),) if i % 5 == 0 else (), ts + i) for i, (k, v) in enumerate(recs)]
+        log.append_as_follower(build(log.log_end_offset, records, compression="none", partition_leader_epoch=0, **producer))
+
+    def marker(log: kafkalog.UnifiedLog, ts: int, pid: int, commit: bool) -> None:
+        log.append_as_follower(
+            kafkalog.batches.end_txn_marker(
+                log.log_end_offset, ts, producer_id=pid, producer_epoch=0, commit=commit, coordinator_epoch=3,
+                partition_leader_epoch=0,
+            )
+        )  # fmt: skip
+
+    def some(n: int, tombstones: float) -> list[tuple[bytes | None, bytes | None]]:
+        return [(k, None if rng.random() < tombstones else b"v%d" % rng.randrange(10**6)) for k in rng.sample(names, n)]
+
+    ts = now1 - 3_600_000
+    with kafkalog.UnifiedLog.open(source, config) as log:
+        for i in range(0, keys, 5):  # every key once, some deleted
+            batch(log, ts, some(5, 0.1))
+            ts += 10
+        log.roll()
+    k_dir = copy_partition(source, tmp_path / "kafka" / "sliced-0")
+    args = ["--dir", str(k_dir), "--now-ms", str(now1), "--map-bytes", str(BIG_MAP), "--read", "false"]
+    end1 = run_kafka_cleaner(kafka_jars, *args, config=config).runs[0]["end_offset"]
+    with kafkalog.UnifiedLog.open(k_dir, config) as log:
+        for cycle in range(keys // 6):
+            batch(log, ts, some(3, 0.15))
+            batch(log, ts, some(2, 0.0), pid=7000, txn=True)
+            batch(log, ts, some(2, 0.2), pid=7001, txn=True)
+            marker(log, ts, 7000, commit=True)
+            batch(log, ts, some(3, 0.1))
+            marker(log, ts, 7001, commit=cycle % 3 == 0)
+            ts += 10
+        log.roll()
+        batch(log, ts, some(2, 0.0))  # the active segment
+    l_dir = copy_partition(k_dir, tmp_path / "kafkalog" / "sliced-0")
+
+    args = ["--dir", str(k_dir), "--now-ms", str(now2), "--map-bytes", str(SLICED_MAP), "--read", "true",
+            "--first-dirty", str(end1)]  # fmt: skip
+    kafka = run_kafka_cleaner(kafka_jars, *args, config=config)
+    run = kafka.runs[0]
+    assert len(run["passes"]) == passes, f"test set-up: Kafka needed {len(run['passes'])} passes, not {passes}"
+    with kafkalog.UnifiedLog.open(l_dir, config) as log:
+        result = log.compact_now(dedupe_buffer_size=SLICED_MAP, time_ms=now2, first_dirty_offset=end1, sliced_decisions=True)
+    assert len(result.passes) == 1, "kafkalog rewrote the log once"
+    assert (result.first_dirty_offset, result.end_offset) == (run["first_dirty_offset"], run["end_offset"])
+    assert partition_rows(l_dir) == kafka.records, "kafkalog kept other records than Kafka's passes"
+    mine = [(b.base_offset, b.last_offset, bool(b.attributes & 0x20)) for f in sorted(l_dir.glob("*.log"))
+            for b in parse_batches(f.read_bytes())]  # fmt: skip
+    theirs = [(b[0], b[1], b[4]) for b in kafka.batches]
+    assert mine == theirs, "kafkalog kept other batches (markers, empty batches) than Kafka's passes"
+    assert any(c for *_, c in mine), "test set-up: markers survive"

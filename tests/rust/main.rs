@@ -17,6 +17,7 @@
 //! - `log_cleaner_manager`: the cleaner's partition states and checkpoints (Kafka's
 //!   `LogCleanerManagerTest`);
 //! - `cleaner_pass_two`: pass 2 using what pass 1 learned (whole batches kept or dropped undecoded);
+//! - `cleaner_sliced`: the hash-sliced decision mode against Kafka's rounds run to convergence;
 //! - `cleaner_threads`: the cleaner threads and the `LogManager`'s use of them (the cleaner
 //!   cases of `LogManagerTest`, dead threads, reconfiguration, status, on-demand compaction);
 //! - `log_cleaner_conformance`: the rest of section 10's `LogCleanerTest` list (transactions
@@ -25,6 +26,7 @@
 
 mod arguments;
 mod cleaner_pass_two;
+mod cleaner_sliced;
 mod cleaner_threads;
 mod common;
 mod dirty_clean;

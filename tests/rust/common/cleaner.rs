@@ -47,6 +47,7 @@ pub fn make_cleaner(fx: &Fixture, map_bytes: usize, max_message_size: usize) -> 
         io_buffer_size: max_message_size,
         max_io_buffer_size: max_message_size,
         dedupe_buffer_load_factor: 0.75,
+        ..CleanerParams::default()
     };
     new_cleaner(fx, map_bytes, params)
 }
