@@ -19,7 +19,6 @@ use super::throttler::Throttler;
 use crate::error::{Error, Result};
 use crate::index::transaction_index::AbortedTxn;
 use crate::log::unified_log::{CleaningGuard, UnifiedLog};
-use crate::record::records::BatchIter;
 use crate::segment::log_segment::LogSegment;
 use crate::util::clock::SharedClock;
 use crate::util::progress::{Progress, ProgressSink};
@@ -62,7 +61,8 @@ pub struct Cleaner {
     /// What pass 1 learned about the records it mapped (or the sliced passes about every
     /// keyed record), for pass 2.
     pub(super) mapped: MappedRecords,
-    /// The log's `max.message.bytes` during the sliced decision passes.
+    /// The `max.message.bytes` of the log whose map is being built (set by pass 1; the sliced
+    /// decision passes read the same log).
     pub(super) max_message_bytes: usize,
     /// What the last clean's sliced decision passes did, if it ran them.
     pub(super) sliced: Option<SlicedReport>,
@@ -285,13 +285,13 @@ impl Cleaner {
         );
         let mut txn = CleanedTransactionMetadata::default();
         txn.add_aborted_transactions(&overlapping(aborted, start, end));
-        let max_message_bytes = log.config().max_message_bytes.max(0) as usize;
+        self.max_message_bytes = log.config().max_message_bytes.max(0) as usize;
         let (total, mut done) = (dirty.iter().map(|s| s.size()).sum::<u64>(), 0);
         self.report("indexing", 0, total);
         for (i, segment) in dirty.iter().enumerate() {
             let next_start = dirty.get(i + 1).map_or(end, |s| s.base_offset());
             check()?;
-            let full = self.map_segment(segment, start, next_start, max_message_bytes, &mut txn, stats, check)?;
+            let full = self.map_segment(segment, start, next_start, &mut txn, stats, check)?;
             done += segment.size();
             // A full map ends the phase here: the next round maps the rest.
             self.report("indexing", if full { total } else { done }, total);
@@ -308,91 +308,70 @@ impl Cleaner {
 
     /// Adds one segment's keys to the map (Kafka's `buildOffsetMapForSegment`); true if the map
     /// filled up.
-    #[allow(clippy::too_many_arguments)]
     fn map_segment(
         &mut self,
         segment: &LogSegment,
         start: i64,
         next_segment_start: i64,
-        max_message_bytes: usize,
         txn: &mut CleanedTransactionMetadata,
         stats: &mut CleanerStats,
         check: &dyn Fn() -> Result<()>,
     ) -> Result<bool> {
-        let mut position = u64::from(segment.offset_index().get()?.lookup(start).position);
-        let size = segment.size();
+        let position = u64::from(segment.offset_index().get()?.lookup(start).position);
         let max_desired = self.map_capacity();
-        let path = segment.path();
-        while position < size {
-            check()?;
-            let n = self.bufs.read_chunk(segment, position, size)?;
-            stats.add_throttled(self.throttler.maybe_throttle(n as f64));
-            let mut iter = BatchIter::new(&self.bufs.read[..n]);
-            for item in iter.by_ref() {
-                let (at, batch) = item.map_err(|e| e.in_file(&path, position))?;
-                if batch.is_control() {
-                    txn.on_control_batch_read(&batch, &mut self.bufs.scratch)
-                        .map_err(|e| e.with_position_offset(at as u64).in_file(&path, position))?;
-                    stats.map_messages_read += 1;
-                } else if txn.on_batch_read(&batch) {
-                    stats.map_messages_read += batch.record_count()?;
-                } else {
-                    // Hash the batch's keys first (eight at a time) and prefetch their slots,
-                    // then insert: the map lookups then overlap instead of waiting on memory one
-                    // by one.
-                    let mut records = Vec::new();
-                    batch
-                        .for_each_record(&mut self.bufs.scratch, |r| {
-                            records.push(r);
-                            Ok(())
-                        })
-                        .map_err(|e| e.with_position_offset(at as u64).in_file(&path, position))?;
-                    let mut keys = Vec::new();
-                    let hashes = &mut self.bufs.hashes;
-                    hash_record_keys(&records, |r| r.offset >= start, &mut keys, &mut self.bufs.digests, hashes);
-                    for h in hashes.iter().take(PREFETCH_AHEAD).flatten() {
-                        self.map.prefetch(h);
-                    }
-                    for (i, (r, hash)) in records.iter().zip(hashes.iter()).enumerate() {
-                        if let Some(Some(ahead)) = hashes.get(i + PREFETCH_AHEAD) {
-                            self.map.prefetch(ahead);
-                        }
-                        if let Some(h) = hash {
-                            if self.map.size() >= max_desired {
-                                return Ok(true);
-                            }
-                            // (An offset below the one it replaces only appears in a damaged
-                            // log; Kafka's rule then keeps both records, and so does the map.)
-                            if let Some(old) = self.map.put_hash(h, r.offset)?.filter(|old| *old < r.offset) {
-                                self.mapped.mark_superseded(old);
-                            }
-                            if r.value.is_some() {
-                                self.mapped.mark_mapped(r.offset);
-                            }
-                        }
-                        stats.map_messages_read += 1;
-                    }
+        let mut full = false;
+        self.scan_batches(segment, position, stats, check, |c, batch, scratch| {
+            if batch.is_control() {
+                txn.on_control_batch_read(batch, scratch)?;
+                c.records_read += 1;
+            } else if txn.on_batch_read(batch) {
+                c.records_read += batch.record_count()?;
+            } else {
+                // Hash the batch's keys first (eight at a time) and prefetch their slots, then
+                // insert: the map lookups then overlap instead of waiting on memory one by one.
+                let mut records = Vec::new();
+                batch.for_each_record(scratch, |r| {
+                    records.push(r);
+                    Ok(())
+                })?;
+                let (map, mapped, bufs) = (&mut c.cleaner.map, &mut c.cleaner.mapped, &mut c.cleaner.bufs);
+                let mut keys = Vec::new();
+                hash_record_keys(&records, |r| r.offset >= start, &mut keys, &mut bufs.digests, &mut bufs.hashes);
+                let hashes = &bufs.hashes;
+                for h in hashes.iter().take(PREFETCH_AHEAD).flatten() {
+                    map.prefetch(h);
                 }
-                if batch.last_offset() >= start {
-                    self.map.update_latest_offset(batch.last_offset());
+                for (i, (r, hash)) in records.iter().zip(hashes.iter()).enumerate() {
+                    if let Some(Some(ahead)) = hashes.get(i + PREFETCH_AHEAD) {
+                        map.prefetch(ahead);
+                    }
+                    if let Some(h) = hash {
+                        if map.size() >= max_desired {
+                            full = true;
+                            return Ok(false);
+                        }
+                        // (An offset below the one it replaces only appears in a damaged log;
+                        // Kafka's rule then keeps both records, and so does the map.)
+                        if let Some(old) = map.put_hash(h, r.offset)?.filter(|old| *old < r.offset) {
+                            mapped.mark_superseded(old);
+                        }
+                        if r.value.is_some() {
+                            mapped.mark_mapped(r.offset);
+                        }
+                    }
+                    c.records_read += 1;
                 }
             }
-            let valid = iter.position() as u64;
-            position += valid;
-            stats.map_bytes_read += valid;
-            if valid == 0 {
-                if self.bufs.is_torn_tail(segment, position, n) {
-                    // Not records: every read skips them, and so does the map.
-                    segment.check_torn_tail(position)?;
-                    break;
-                }
-                self.bufs.grow_or_fail(segment, position, max_message_bytes, n)?;
+            if batch.last_offset() >= start {
+                c.cleaner.map.update_latest_offset(batch.last_offset());
             }
+            Ok(true)
+        })?;
+        if !full {
+            // Offsets may have gaps (earlier cleans): the segment covers everything up to the next.
+            self.map.update_latest_offset(next_segment_start - 1);
         }
-        // Offsets may have gaps (earlier cleans): the segment covers everything up to the next.
-        self.map.update_latest_offset(next_segment_start - 1);
-        self.bufs.restore();
-        Ok(false)
+        Ok(full)
     }
 
     /// Cleans one group of segments into one `.cleaned` segment and swaps it in (Kafka's

@@ -44,6 +44,7 @@ pub mod md5_keys;
 pub mod md5x16_avx512;
 pub mod md5x8;
 pub mod offset_map;
+mod segment_scan;
 pub mod sliced;
 pub mod throttler;
 

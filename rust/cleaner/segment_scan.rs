@@ -1,0 +1,107 @@
+//! One segment read batch by batch for the cleaner's map-building passes (Kafka's
+//! `buildOffsetMapForSegment` read loop): chunked reads through the shared I/O buffers and the
+//! throttle, a torn tail skipped, a batch bigger than the buffer read by growing it up to
+//! `max.message.bytes`, and each batch handed to a visitor. Pass 1 (`Cleaner::map_segment`)
+//! and the sliced decision passes (`sliced`) use it.
+//!
+//! Thread-safety: runs on the cleaning thread, on the `Cleaner` it borrows mutably.
+
+use super::cleaner::Cleaner;
+use super::cleaner_stats::CleanerStats;
+use super::md5_keys::hash_record_keys;
+use super::offset_map::KeyHash;
+use crate::error::Result;
+use crate::record::default_record::Record;
+use crate::record::records::{AnyBatch, BatchIter};
+use crate::segment::log_segment::LogSegment;
+
+impl Cleaner {
+    /// Reads `segment` from `position` chunk by chunk (throttled, torn tails and big batches
+    /// handled as pass 1 does), calling `visit` with each complete batch until it returns
+    /// false.
+    pub(super) fn scan_batches(
+        &mut self,
+        segment: &LogSegment,
+        mut position: u64,
+        stats: &mut CleanerStats,
+        check: &dyn Fn() -> Result<()>,
+        mut visit: impl FnMut(&mut ScanCtx<'_>, &AnyBatch<'_>, &mut Vec<u8>) -> Result<bool>,
+    ) -> Result<()> {
+        let size = segment.size();
+        let path = segment.path();
+        let max_message_bytes = self.max_message_bytes;
+        while position < size {
+            check()?;
+            let n = self.bufs.read_chunk(segment, position, size)?;
+            stats.add_throttled(self.throttler.maybe_throttle(n as f64));
+            let read = std::mem::take(&mut self.bufs.read);
+            let mut scratch = std::mem::take(&mut self.bufs.scratch);
+            let mut go_on = true;
+            let mut iter = BatchIter::new(&read[..n]);
+            let mut failed = None;
+            {
+                let mut ctx = ScanCtx { cleaner: self, records_read: 0 };
+                for item in iter.by_ref() {
+                    let visited = item.and_then(|(at, batch)| {
+                        visit(&mut ctx, &batch, &mut scratch).map_err(|e| e.with_position_offset(at as u64))
+                    });
+                    match visited {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            go_on = false;
+                            break;
+                        }
+                        Err(e) => {
+                            failed = Some(e.in_file(&path, position));
+                            break;
+                        }
+                    }
+                }
+                stats.map_messages_read += ctx.records_read;
+            }
+            let valid = iter.position() as u64;
+            self.bufs.read = read;
+            self.bufs.scratch = scratch;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            if !go_on {
+                break;
+            }
+            position += valid;
+            stats.map_bytes_read += valid;
+            if valid == 0 {
+                if self.bufs.is_torn_tail(segment, position, n) {
+                    segment.check_torn_tail(position)?;
+                    break;
+                }
+                self.bufs.grow_or_fail(segment, position, max_message_bytes, n)?;
+            }
+        }
+        self.bufs.restore();
+        Ok(())
+    }
+}
+
+/// What a batch visitor of [`Cleaner::scan_batches`] may use.
+pub(super) struct ScanCtx<'c> {
+    pub(super) cleaner: &'c mut Cleaner,
+    /// Records decoded so far (for `map_messages_read`).
+    pub(super) records_read: u64,
+}
+
+impl ScanCtx<'_> {
+    /// The records of `records` that `wanted` selects and that have a key, with their
+    /// digests (hashed eight or sixteen at a time).
+    pub(super) fn hashed<'a, 'r>(
+        &mut self,
+        records: &'a [Record<'r>],
+        wanted: impl Fn(&Record<'r>) -> bool,
+    ) -> Vec<(&'a Record<'r>, KeyHash)> {
+        self.records_read += records.len() as u64;
+        let bufs = &mut self.cleaner.bufs;
+        let mut keys = Vec::new();
+        hash_record_keys(records, wanted, &mut keys, &mut bufs.digests, &mut bufs.hashes);
+        records.iter().zip(bufs.hashes.iter()).filter_map(|(r, h)| h.map(|h| (r, h))).collect()
+    }
+}
