@@ -5,7 +5,9 @@
 //! `keyLength varint` + key, `valueLength varint` + value, `headerCount varint`, then per header
 //! `keyLength varint` + key, `valueLength varint` + value. A length of -1 means null.
 
-use super::varint::{read_varint, read_varlong, size_of_varint, size_of_varlong, write_varint, write_varlong};
+use super::varint::{
+    put_varint, put_varlong, read_varint, read_varlong, size_of_varint, size_of_varlong, write_varint,
+};
 
 /// A decoded record, borrowing its key, value and headers from the batch (or from the
 /// decompression buffer). Produced for v2 batches and for legacy magic 0/1 messages alike.
@@ -306,13 +308,26 @@ fn write_up_to_headers(
     out: &mut Vec<u8>,
 ) {
     out.reserve(body + 5);
-    write_varint(body as i32, out);
-    out.push(0); // attributes
-    write_varlong(timestamp_delta, out);
-    write_varint(offset_delta, out);
-    write_bytes(key, out);
-    write_bytes(value, out);
-    write_varint(header_count as i32, out);
+    // The fields around the key and the value are assembled on the stack and copied out in
+    // one call each: length (5), attributes (1), timestamp delta (10), offset delta (5) and key
+    // length (5); then value length (5); then the header count (5).
+    let mut head = [0u8; 26];
+    let mut at = put_varint(body as i32, &mut head, 0);
+    head[at] = 0; // attributes
+    at = put_varlong(timestamp_delta, &mut head, at + 1);
+    at = put_varint(offset_delta, &mut head, at);
+    at = put_varint(key.map_or(-1, |k| k.len() as i32), &mut head, at);
+    out.extend_from_slice(&head[..at]);
+    if let Some(k) = key {
+        out.extend_from_slice(k);
+    }
+    let at = put_varint(value.map_or(-1, |v| v.len() as i32), &mut head, 0);
+    out.extend_from_slice(&head[..at]);
+    if let Some(v) = value {
+        out.extend_from_slice(v);
+    }
+    let at = put_varint(header_count as i32, &mut head, 0);
+    out.extend_from_slice(&head[..at]);
 }
 
 #[cfg(test)]

@@ -77,12 +77,53 @@ pub fn read_varlong(buf: &[u8], pos: &mut usize) -> Result<i64, VarintError> {
 
 /// Appends the unsigned varint encoding of `value`.
 #[inline]
-pub fn write_unsigned_varint(mut value: u32, out: &mut Vec<u8>) {
+pub fn write_unsigned_varint(value: u32, out: &mut Vec<u8>) {
+    let mut buf = [0u8; 5];
+    let n = put_unsigned_varint(value, &mut buf, 0);
+    out.extend_from_slice(&buf[..n]);
+}
+
+/// Writes the unsigned varint encoding of `value` into `buf` at `at`; returns where it ends.
+/// `buf` must have room for 5 bytes from `at`. For encoders that assemble a record's fields
+/// in a small stack buffer and copy them out in one go.
+#[inline]
+pub fn put_unsigned_varint(mut value: u32, buf: &mut [u8], mut at: usize) -> usize {
+    // One and two bytes (lengths and deltas of small records) without the loop.
+    if value < 0x80 {
+        buf[at] = value as u8;
+        return at + 1;
+    }
+    if value < 0x4000 {
+        buf[at..at + 2].copy_from_slice(&[(value as u8) | 0x80, (value >> 7) as u8]);
+        return at + 2;
+    }
     while value & !0x7f != 0 {
-        out.push(((value & 0x7f) | 0x80) as u8);
+        buf[at] = ((value & 0x7f) | 0x80) as u8;
+        at += 1;
         value >>= 7;
     }
-    out.push(value as u8);
+    buf[at] = value as u8;
+    at + 1
+}
+
+/// Writes the zigzag varint encoding of `value` into `buf` at `at` (see [`put_unsigned_varint`]).
+#[inline]
+pub fn put_varint(value: i32, buf: &mut [u8], at: usize) -> usize {
+    put_unsigned_varint(((value << 1) ^ (value >> 31)) as u32, buf, at)
+}
+
+/// Writes the zigzag varlong encoding of `value` into `buf` at `at`, which must have room for
+/// 10 bytes; returns where it ends.
+#[inline]
+pub fn put_varlong(value: i64, buf: &mut [u8], mut at: usize) -> usize {
+    let mut v = ((value << 1) ^ (value >> 63)) as u64;
+    while v & !0x7f != 0 {
+        buf[at] = ((v & 0x7f) | 0x80) as u8;
+        at += 1;
+        v >>= 7;
+    }
+    buf[at] = v as u8;
+    at + 1
 }
 
 /// Appends the zigzag varint encoding of `value`.
@@ -94,12 +135,9 @@ pub fn write_varint(value: i32, out: &mut Vec<u8>) {
 /// Appends the zigzag varlong encoding of `value`.
 #[inline]
 pub fn write_varlong(value: i64, out: &mut Vec<u8>) {
-    let mut v = ((value << 1) ^ (value >> 63)) as u64;
-    while v & !0x7f != 0 {
-        out.push(((v & 0x7f) | 0x80) as u8);
-        v >>= 7;
-    }
-    out.push(v as u8);
+    let mut buf = [0u8; 10];
+    let n = put_varlong(value, &mut buf, 0);
+    out.extend_from_slice(&buf[..n]);
 }
 
 /// Bytes needed for the zigzag varint encoding of `value` (`ByteUtils.sizeOfVarint`).
@@ -111,8 +149,10 @@ pub fn size_of_varint(value: i32) -> usize {
 /// Bytes needed for the unsigned varint encoding of `value`.
 #[inline]
 pub fn size_of_unsigned_varint(value: u32) -> usize {
+    // ceil(bits / 7) for bits in 1..=32 as a multiply and a shift: (bits * 37 + 222) >> 8 is
+    // exact on that range (checked for every bit count by the tests).
     let bits = 32 - (value | 1).leading_zeros() as usize;
-    bits.div_ceil(7)
+    (bits * 37 + 222) >> 8
 }
 
 /// Bytes needed for the zigzag varlong encoding of `value` (`ByteUtils.sizeOfVarlong`).
@@ -120,7 +160,8 @@ pub fn size_of_unsigned_varint(value: u32) -> usize {
 pub fn size_of_varlong(value: i64) -> usize {
     let v = ((value << 1) ^ (value >> 63)) as u64;
     let bits = 64 - (v | 1).leading_zeros() as usize;
-    bits.div_ceil(7)
+    // ceil(bits / 7) for bits in 1..=64: exact on that range, as above.
+    (bits * 37 + 222) >> 8
 }
 
 #[cfg(test)]
@@ -159,6 +200,28 @@ mod tests {
         let mut out = Vec::new();
         write_unsigned_varint(u32::MAX, &mut out);
         assert_eq!(out, [0xff, 0xff, 0xff, 0xff, 0x0f]);
+    }
+
+    /// The multiply-and-shift sizes equal ceil(bits / 7) and the encoders' lengths at every
+    /// bit count.
+    #[test]
+    fn sizes_match_the_encodings_at_every_bit_count() {
+        for bits in 0..=64u32 {
+            let v: u64 = if bits == 0 { 0 } else { u64::MAX >> (64 - bits) };
+            let zigzag_long = (v >> 1) as i64 ^ -((v & 1) as i64);
+            let mut out = Vec::new();
+            write_varlong(zigzag_long, &mut out);
+            assert_eq!(size_of_varlong(zigzag_long), out.len(), "varlong of {bits} bits");
+            assert_eq!(out.len(), (bits.max(1) as usize).div_ceil(7));
+            if bits <= 32 {
+                let u = v as u32;
+                let mut out = Vec::new();
+                write_unsigned_varint(u, &mut out);
+                assert_eq!(size_of_unsigned_varint(u), out.len(), "varint of {bits} bits");
+                let zigzag = (u >> 1) as i32 ^ -((u & 1) as i32);
+                assert_eq!(size_of_varint(zigzag), out.len());
+            }
+        }
     }
 
     #[test]
