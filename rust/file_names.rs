@@ -51,6 +51,10 @@ pub const CLEANER_OFFSET_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
 /// The last clean of each partition and its stats, beside `cleaner-offset-checkpoint`
 /// (kafkalog's own file; Kafka keeps these in the cleaner's memory, and ignores the file).
 pub const LAST_CLEAN_FILE: &str = "kafkalog-last-clean";
+/// A standalone log's clean close, in its partition directory (kafkalog's own file: a log
+/// opened alone skips recovery after it; Kafka's loader ignores it). See
+/// `log::unified_log::clean_close`.
+pub const CLEAN_CLOSE_FILE: &str = "kafkalog-clean-close";
 /// The file a running `LogManager` (or Kafka broker) holds locked in each log dir
 /// (`LogManager.LockFileName`).
 pub const LOCK_FILE: &str = ".lock";

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
+use super::leader_epoch_cache::{EpochEntry, LeaderEpochFileCache};
 use super::local_log::LocalLog;
 use super::log_dir_failure_channel::LogDirFailureChannel;
 use super::log_loader::LoadParams;
@@ -30,6 +31,7 @@ mod aborted_txns;
 mod append;
 mod append_planned;
 mod arguments;
+mod clean_close;
 mod cleaning;
 mod committed;
 mod epochs;
@@ -112,6 +114,12 @@ pub struct LogOpenOptions {
     /// Whether a roll's flush runs in the background (Kafka's way, the default) or inside the
     /// roll (the baseline the roll bench measures).
     pub roll_flush: RollFlushMode,
+    /// A log opened alone (no `LogManager`, so no clean-shutdown marker or recovery point on
+    /// disk): `close` records the clean close in the partition directory, and an open that
+    /// finds the record still true skips recovery (`unified_log/clean_close.rs`). Off for a
+    /// managed log, whose manager keeps Kafka's log dir files instead. Any writable open
+    /// removes a record it finds, before it changes anything.
+    pub standalone_clean_close: bool,
 }
 
 /// Kafka's default `transaction.max.timeout.ms` (15 minutes).
@@ -132,6 +140,7 @@ impl Default for LogOpenOptions {
             max_transaction_timeout_ms: TRANSACTION_MAX_TIMEOUT_MS_DEFAULT,
             flush_scheduler: None,
             roll_flush: RollFlushMode::Background,
+            standalone_clean_close: false,
         }
     }
 }
@@ -217,7 +226,7 @@ pub struct UnifiedLog {
     truncated_to: Mutex<Option<i64>>,
     /// The leader epochs and their start offsets, persisted to `leader-epoch-checkpoint`
     /// (never written by a read-only log); see `unified_log/epochs.rs`.
-    leader_epoch_cache: crate::log::leader_epoch_cache::LeaderEpochFileCache,
+    leader_epoch_cache: LeaderEpochFileCache,
     /// The partition's producers and transactions (Kafka's `ProducerStateManager`), changed
     /// only under `write_lock`; see `unified_log/producers.rs`.
     producer_state: Mutex<ProducerStateManager>,
@@ -226,6 +235,8 @@ pub struct UnifiedLog {
     first_unstable: AtomicI64,
     /// The flush after a roll, run in the background (see `unified_log/roll_flush.rs`).
     roll_flush: Arc<roll_flush::RollFlush>,
+    /// `LogOpenOptions::standalone_clean_close`.
+    standalone_clean_close: bool,
 }
 
 impl UnifiedLog {
@@ -243,24 +254,25 @@ impl UnifiedLog {
         // Without `create`, a directory removed after the check fails here (opening it for the
         // lock), still without creating anything.
         let dir_lock = if options.read_only { None } else { Some(crate::util::file::DirLock::try_lock(dir)?) };
-        let progress = options.progress.clone();
-        let progress_fn = progress.as_ref().map(|p| move |n: usize| (p.0)(n));
-        let (epoch_cache, stored_epochs) = epochs::load_cache(dir, &topic_partition)?;
-        let params = LoadParams {
-            config: &config,
-            read_only: options.read_only,
-            had_clean_shutdown: options.had_clean_shutdown,
-            recovery_point: options.recovery_point,
-            log_start_offset: options.log_start_offset,
-            progress: progress_fn.as_ref().map(|f| f as &(dyn Fn(usize) + Sync)),
-            leader_epoch_cache: Some(&epoch_cache),
-            producer_state: Some(super::log_loader::RecoveryProducerState {
-                topic_partition: &topic_partition,
-                max_transaction_timeout_ms: options.max_transaction_timeout_ms,
-                config: options.producer_state,
-            }),
-        };
-        let (local, load) = super::log_loader::load(dir, &params, options.clock.clone())?;
+        // A standalone log's clean close stands for a clean shutdown; any writable open removes
+        // the record before it changes anything (`unified_log/clean_close.rs`).
+        let clean_close = if options.read_only { None } else { clean_close::take(dir)? };
+        let clean_close = clean_close.filter(|_| options.standalone_clean_close);
+        let mut options = options;
+        options.had_clean_shutdown |= clean_close.is_some();
+        let (mut local, mut load, mut epochs) = Self::load(dir, &config, &topic_partition, &options)?;
+        if let Some(close) = clean_close.filter(|c| c.log_end_offset != load.log_end_offset) {
+            log::warn!(
+                "{}: the log end offset is {}, not the {} its clean close recorded; recovering it as after a crash",
+                dir.display(),
+                load.log_end_offset,
+                close.log_end_offset
+            );
+            drop(local);
+            options.had_clean_shutdown = false;
+            (local, load, epochs) = Self::load(dir, &config, &topic_partition, &options)?;
+        }
+        let (epoch_cache, stored_epochs) = epochs;
         let leader_epoch_cache = epochs::finish_load(epoch_cache, &stored_epochs, dir, options.read_only)?;
         let metadata_file = PartitionMetadataFile::new(dir);
         let topic_id = match metadata_file.read() {
@@ -319,8 +331,40 @@ impl UnifiedLog {
             failure_channel: options.log_dir_failure_channel,
             log_dir,
             roll_flush,
+            standalone_clean_close: options.standalone_clean_close,
         }
         .with_first_unstable_offset_published())
+    }
+
+    /// Loads the segments of `dir` (Kafka's `LogLoader`) with the leader epoch cache read from
+    /// its checkpoint; returns the log, what loading found, and the cache with the entries the
+    /// checkpoint held.
+    #[allow(clippy::type_complexity)]
+    fn load(
+        dir: &Path,
+        config: &LogConfig,
+        topic_partition: &TopicPartition,
+        options: &LogOpenOptions,
+    ) -> Result<(LocalLog, LoadResult, (LeaderEpochFileCache, Vec<EpochEntry>))> {
+        let progress = options.progress.clone();
+        let progress_fn = progress.as_ref().map(|p| move |n: usize| (p.0)(n));
+        let (epoch_cache, stored_epochs) = epochs::load_cache(dir, topic_partition)?;
+        let params = LoadParams {
+            config,
+            read_only: options.read_only,
+            had_clean_shutdown: options.had_clean_shutdown,
+            recovery_point: options.recovery_point,
+            log_start_offset: options.log_start_offset,
+            progress: progress_fn.as_ref().map(|f| f as &(dyn Fn(usize) + Sync)),
+            leader_epoch_cache: Some(&epoch_cache),
+            producer_state: Some(super::log_loader::RecoveryProducerState {
+                topic_partition,
+                max_transaction_timeout_ms: options.max_transaction_timeout_ms,
+                config: options.producer_state,
+            }),
+        };
+        let (local, load) = super::log_loader::load(dir, &params, options.clock.clone())?;
+        Ok((local, load, (epoch_cache, stored_epochs)))
     }
 
     fn with_first_unstable_offset_published(self) -> Self {
@@ -855,11 +899,29 @@ impl UnifiedLog {
                 for s in self.local.segments().values() {
                     s.close()?;
                 }
-                self.local.delete_due_files(false)
+                self.local.delete_due_files(false)?;
+                self.record_clean_close()
             });
         // The next writer may open the directory even if the final flush failed.
         self.dir_lock.lock().take();
         result
+    }
+}
+
+impl UnifiedLog {
+    /// After a close flushed everything: a standalone log records it, so that its next open
+    /// skips recovery (`unified_log/clean_close.rs`).
+    fn record_clean_close(&self) -> Result<()> {
+        if !self.standalone_clean_close {
+            return Ok(());
+        }
+        let Some(active) = self.local.segments().last_segment() else { return Ok(()) };
+        let close = clean_close::CleanClose {
+            active_base_offset: active.base_offset(),
+            active_size: active.size(),
+            log_end_offset: self.log_end_offset(),
+        };
+        clean_close::write(self.local.dir(), &close)
     }
 }
 

@@ -112,6 +112,7 @@ impl PyUnifiedLog {
             clock: Arc::new(SystemClock),
             producer_state: ProducerStateManagerConfig { producer_id_expiration_ms, ..Default::default() },
             max_transaction_timeout_ms: transaction_max_timeout_ms,
+            standalone_clean_close: true,
             ..LogOpenOptions::default()
         };
         let log = run(py, || UnifiedLog::open(&path, config, options))?;

@@ -6,6 +6,7 @@ configuration errors."""
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import os
 import select
 import subprocess
@@ -842,17 +843,36 @@ def test_reopen_keeps_everything(tmp_path):
     with UnifiedLog.open(path, config) as lg:
         assert rows(lg.records()) == written
         assert (lg.log_start_offset, lg.high_watermark, lg.log_end_offset) == (0, 36, 36)
-        # The active segment was recovered at open and is not yet fsynced again: the recovery
-        # point restarts at its base (Kafka's LogLoader), and the next flush moves it on.
-        assert lg.recovery_point == lg.segments[-1].base_offset
-        lg.flush()
+        # The close recorded itself (kafkalog-clean-close): the reopen recovered nothing and
+        # everything is on disk, as after Kafka's clean shutdown.
         assert lg.recovery_point == 36
+        assert not (path / "kafkalog-clean-close").exists(), "taken by the writable open"
         assert [(s.base_offset, s.size, s.record_count, s.first_batch_timestamp, s.max_timestamp) for s in lg.segments] == segs
         assert lg.topic_id == "AQIDBAUGBwgJCgsMDQ4PEA"
         assert lg.offset_for_timestamp(MAX_TIMESTAMP) == mx
         assert lg.offset_for_timestamp(BASE_TS + 3000) == at
         assert lg.to_arrow().equals(table)
         assert lg.append([(b"after", b"reopen")]).first_offset == 36
+
+
+def test_reopen_after_a_crash_recovers_the_active_segment(tmp_path):
+    """Without a clean close (the handle dropped, as a crash leaves it) the reopen recovers the
+    active segment: the recovery point restarts at its base (Kafka's LogLoader) and the next
+    flush moves it on."""
+    path = tmp_path / "crash-0"
+    config = {"internal.segment.bytes": 900, "index.interval.bytes": 100}
+    lg = UnifiedLog.open(path, config)
+    for b in range(9):
+        lg.append(sample_records(4, start_ts=BASE_TS + 1000 * b, tag=str(b)))
+    written = rows(lg.records())
+    del lg
+    gc.collect()
+    assert not (path / "kafkalog-clean-close").exists()
+    with UnifiedLog.open(path, config) as lg:
+        assert rows(lg.records()) == written
+        assert lg.recovery_point == lg.segments[-1].base_offset < 36
+        lg.flush()
+        assert lg.recovery_point == 36
 
 
 def test_standalone_log_start_offset_restarts_at_first_segment_after_reopen(tmp_path):

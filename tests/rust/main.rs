@@ -4,6 +4,7 @@
 //! - `arguments`: hostile offsets, paths and names refused before anything changes;
 //! - `unified_log`: the `UnifiedLogTest` selection that applies without producer state;
 //! - `read_only` and `recovery`: opening a live or crashed partition directory;
+//! - `clean_close`: a standalone log's clean close recorded, trusted or not at the next open;
 //! - `leader_epoch`: Kafka's `LeaderEpochFileCacheTest`, and the epoch cases of `UnifiedLogTest`,
 //!   `LogLoaderTest` and `LogSegmentTest`;
 //! - `log_loader`: Kafka's `LogLoaderTest` (leftovers, indexes, corruption, `.cleaned` / `.swap`, splits);
@@ -25,6 +26,7 @@
 //!   batches, zero-index grouping, offset overflow split, KAFKA-4298 message sets).
 
 mod arguments;
+mod clean_close;
 mod cleaner_pass_two;
 mod cleaner_sliced;
 mod cleaner_threads;

@@ -6,8 +6,9 @@ writer) never interleave appends in one partition. Once :data:`FLUSH_BYTES` are 
 task appends to each partition it can lock without waiting, starting at its own turn of the
 partitions (its task index, so two tasks seldom try the same one first); a partition another
 task holds stays buffered. After such an append the task releases the partition (closes the
-log), so the other tasks of the job can append to it before this task ends, when that is cheap
-(:meth:`TaskSink.release_is_cheap`); otherwise it keeps the log open until the task ends. When
+log), so the other tasks of the job can append to it before this task ends, when that is worth
+a close (:meth:`TaskSink.release_is_cheap`; a close records itself, so the next open of the log
+recovers nothing); otherwise it keeps the log open until the task ends. When
 the buffer grows past twice that, and at the end of the task, the task closes every log it
 holds and takes the remaining partitions one at a time, waiting for each lock: a task never
 waits while holding a lock, so tasks cannot deadlock. Records of one partition are appended in
@@ -44,12 +45,10 @@ BATCH_BYTES = 1 << 20
 #: Buffered bytes after which a task tries to append; past twice that it waits for locks.
 FLUSH_BYTES = 64 << 20
 #: A partition is released after an append of at least this many bytes (a release is a close,
-#: which flushes the log: smaller appends keep it open) ...
+#: which flushes the log: smaller appends keep it open). The next open is cheap whatever the
+#: size of the active segment: a standalone log's close records itself (``kafkalog-clean-close``)
+#: and the open then recovers nothing.
 RELEASE_MIN_BYTES = 1 << 20
-#: ... when its active segment is at most this big: the next open of a log opened alone
-#: recovers its active segment (it has no clean-shutdown mark, as in Kafka's LogLoader), about
-#: 25 ms for 64 MiB.
-REOPEN_MAX_BYTES = 64 << 20
 
 _TP = tuple[str, int]
 #: What the native append takes: (key, value, [(header key, header value)], timestamp or None).
@@ -198,13 +197,10 @@ class TaskSink:
         info = log.append_arrow(table, compression=self.opts.compression, batch_size=self._batch_size())
         return info.first_offset, info.last_offset
 
-    def release_is_cheap(self, log: UnifiedLog, appended: int) -> bool:
-        """Whether to release ``log`` after a try appended ``appended`` bytes to it: see
-        :data:`RELEASE_MIN_BYTES` and :data:`REOPEN_MAX_BYTES`."""
-        if not self.release_after_append or appended < RELEASE_MIN_BYTES:
-            return False
-        segments = log.segments
-        return not segments or segments[-1].size <= REOPEN_MAX_BYTES
+    def release_is_cheap(self, appended: int) -> bool:
+        """Whether to release a log after a try appended ``appended`` bytes to it: see
+        :data:`RELEASE_MIN_BYTES`."""
+        return self.release_after_append and appended >= RELEASE_MIN_BYTES
 
     def _append(self, log: UnifiedLog, tp: _TP) -> int:
         """Appends what is buffered for ``tp``; returns its size (as buffered)."""
@@ -233,7 +229,7 @@ class TaskSink:
                         continue
                     self.open_logs[tp] = log
                 appended = self._append(log, tp)
-                if self.release_is_cheap(log, appended):
+                if self.release_is_cheap(appended):
                     del self.open_logs[tp]
                     log.close()
             return
