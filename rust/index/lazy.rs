@@ -149,7 +149,9 @@ impl<T: IndexFile> LazyIndex<T> {
     /// file is opened again on next use. `atomic` writes a `.tmp` file and renames it over the
     /// index, so a crash leaves the old file or the new one, never a part; otherwise the file is
     /// truncated and written in place (for a segment that a crash would recover again anyway).
-    /// Nothing is fsynced: the segment's flush does that.
+    /// Nothing is fsynced: the segment's flush does that. A file that already holds exactly
+    /// `bytes` is left as it is (`util::file::file_has_contents`): the same result, without
+    /// dirtying or replacing it.
     ///
     /// # Errors
     /// `IllegalState` on a read-only index; `Io` naming the file when a step fails.
@@ -165,6 +167,9 @@ impl<T: IndexFile> LazyIndex<T> {
         // Unmaps before the file changes length.
         *state = State::Unloaded { path: path.clone() };
         drop(state);
+        if crate::util::file::file_has_contents(&path, bytes) {
+            return Ok(());
+        }
         if atomic {
             crate::util::file::replace_file(&path, bytes, false)
         } else {

@@ -32,6 +32,7 @@ use std::sync::Arc;
 
 use super::leader_epoch_cache::LeaderEpochFileCache;
 use super::local_log::LocalLog;
+use super::producer_state::snapshot::SnapshotFile;
 use super::producer_state::{rebuild_producer_state, ProducerStateManager, ProducerStateManagerConfig, RebuildParams};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
@@ -126,29 +127,37 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
     let local = LocalLog::new(dir, clock, params.read_only);
     let mut result = LoadResult::default();
     // The directory is listed once; again only if finishing an interrupted replace changed it.
-    let bases = if params.read_only {
-        read_only_bases(dir)?
+    let (bases, files) = if params.read_only {
+        (read_only_bases(dir)?, Vec::new())
     } else {
         let mut files = list_files(dir)?;
         if complete_or_roll_back_replace(dir, &files, &mut result)? {
             files = list_files(dir)?;
         }
-        remove_orphans(&files, &mut result)?
+        (remove_orphans(&files, &mut result)?, files)
     };
+    let is_delete_dir = dir.file_name().is_some_and(|n| n.to_string_lossy().ends_with(DELETE_DIR_SUFFIX));
+    let unflushed = !params.read_only && !params.had_clean_shutdown && !is_delete_dir;
+    // Where step 4 starts: the segment holding the recovery point.
+    let recovery_point = params.recovery_point.unwrap_or_else(|| bases.last().map_or(0, |(b, _)| *b));
+    let unflushed_from =
+        bases.iter().map(|(b, _)| *b).take_while(|b| *b <= recovery_point).last().unwrap_or(i64::MIN);
     let mut needs_recovery = Vec::new();
     for (base, suffix) in &bases {
-        if open_segment(dir, *base, suffix, params, &local)? {
+        let listing = (!params.read_only).then_some(files.as_slice());
+        // Step 4 rebuilds every index of these from the data: nothing to check first.
+        let recovered_later = unflushed && *base >= unflushed_from && params.producer_state.is_some();
+        if open_segment(dir, *base, suffix, params, &local, listing, recovered_later)? {
             needs_recovery.push(*base);
         }
     }
     result.segments_loaded = bases.len();
     for &base in &needs_recovery {
         if let Some(segment) = local.segments().get(base) {
-            recover_or_split(&segment, params, &local, &mut result, IndexWrite::Atomic, &mut None)?;
+            recover_or_split(&segment, params, &local, &mut result, IndexWrite::Atomic, None)?;
         }
     }
-    let is_delete_dir = dir.file_name().is_some_and(|n| n.to_string_lossy().ends_with(DELETE_DIR_SUFFIX));
-    if !params.read_only && !params.had_clean_shutdown && !is_delete_dir {
+    if unflushed {
         let recovery_point =
             params.recovery_point.unwrap_or_else(|| local.segments().last_segment().map_or(0, |s| s.base_offset()));
         recover_unflushed(dir, recovery_point, &needs_recovery, params, &local, &mut result)?;
@@ -341,21 +350,47 @@ fn read_only_bases(dir: &Path) -> Result<Vec<(i64, &'static str)>> {
 /// recovered now: its offset index is missing or implausible. A missing time index comes back
 /// empty (Kafka's `sanityCheck(timeIndexFileNewlyCreated)`), rebuilt only if the segment is
 /// recovered later.
-fn open_segment(dir: &Path, base: i64, suffix: &str, params: &LoadParams<'_>, local: &LocalLog) -> Result<bool> {
+///
+/// `listing` (a writable load's, sorted by name) tells which index files exist, instead of a
+/// `stat` or a failed open per file. A segment `recovered_later` (step 4 recovers it and
+/// rebuilds all three indexes) skips the checks: Kafka's loader, too, leaves their contents to
+/// the recovery of the segments past the recovery point.
+fn open_segment(
+    dir: &Path,
+    base: i64,
+    suffix: &str,
+    params: &LoadParams<'_>,
+    local: &LocalLog,
+    listing: Option<&[(String, PathBuf)]>,
+    recovered_later: bool,
+) -> Result<bool> {
     let index_path = with_suffix(&crate::file_names::offset_index_file(dir, base), suffix);
     let time_index_path = with_suffix(&crate::file_names::time_index_file(dir, base), suffix);
-    let time_index_new = !time_index_path.exists();
-    let index_problem = if params.read_only {
+    let exists = |path: &Path| match listing {
+        Some(files) => {
+            let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+            files.binary_search_by(|(n, _)| n.as_str().cmp(&name)).is_ok()
+        }
+        None => path.exists(),
+    };
+    let time_index_new = !exists(&time_index_path);
+    let index_problem = if params.read_only || recovered_later {
         None
+    } else if !exists(&index_path) {
+        Some(IndexProblem::Missing)
     } else {
-        offset_index_problem(&index_path).or_else(|| time_index_problem(&time_index_path))
+        offset_index_problem(&index_path).or_else(|| (!time_index_new).then(|| time_index_problem(&time_index_path)).flatten())
     };
     let mut segment =
         LogSegment::open(dir, base, params.config, local.clock().clone(), suffix, false, params.read_only)?;
+    let txn_missing = listing.is_some() && !exists(&segment.txn_index_path());
+    if txn_missing {
+        segment.txn_index_known_missing();
+    }
     // Kafka's LogSegment.sanityCheck also checks the .txnindex: a damaged one is rebuilt by
     // recovering the segment.
     let index_problem = match index_problem {
-        None if !params.read_only => match segment.sanity_check_txn_index() {
+        None if !params.read_only && !recovered_later && !txn_missing => match segment.sanity_check_txn_index() {
             Err(e @ Error::CorruptIndex { .. }) => Some(IndexProblem::Corrupt(e.to_string())),
             other => other.map(|()| None)?,
         },
@@ -378,7 +413,7 @@ fn open_segment(dir: &Path, base: i64, suffix: &str, params: &LoadParams<'_>, lo
         }
         true
     } else {
-        if time_index_new && !params.read_only {
+        if time_index_new && !params.read_only && !recovered_later {
             log::info!(
                 "Could not find time index file {}; it starts empty (timestamp lookups scan the segment)",
                 time_index_path.display()
@@ -443,6 +478,27 @@ fn time_index_problem(path: &Path) -> Option<IndexProblem> {
     })
 }
 
+/// What one segment's recovery leaves for the next, while the loader recovers the segments
+/// past the recovery point in order (`recover_segment`).
+#[derive(Default)]
+struct RecoveryCarry {
+    /// The producer state at the end of the last segment recovered.
+    psm: Option<ProducerStateManager>,
+    /// Snapshots past the first recovered segment that Kafka's first rebuild deletes, still on
+    /// disk until a segment's snapshot reaches them (`ProducerStateManager::defer_snapshot_deletions`).
+    deferred: BTreeMap<i64, SnapshotFile>,
+}
+
+impl RecoveryCarry {
+    /// Deletes the deferred snapshots the recovery did not reach.
+    fn finish(&mut self) -> Result<()> {
+        for s in std::mem::take(&mut self.deferred).values() {
+            s.delete_if_exists()?;
+        }
+        Ok(())
+    }
+}
+
 /// Recovers one segment (Kafka's `recoverSegment`): offsets that go backwards leave it empty
 /// rather than the log unopenable, and offsets too far from the base for one segment (logs
 /// written before KAFKA-6264) split it. Returns the bytes truncated.
@@ -452,11 +508,17 @@ fn recover_or_split(
     local: &LocalLog,
     result: &mut LoadResult,
     write: IndexWrite,
-    carry: &mut Option<ProducerStateManager>,
+    carry: Option<&mut RecoveryCarry>,
 ) -> Result<u64> {
     // A split replaces the segment with parts in [its base, the next segment's base).
     let next_base = local.segments().higher_segment(segment.base_offset()).map_or(i64::MAX, |s| s.base_offset());
+    // The epochs of the batches recovered, when the scan saw them all (`assign_recovered_epochs`).
+    let mut epochs = None;
     let outcome = match recover_segment(segment, params, local, write, carry) {
+        Ok((truncated, seen)) => {
+            epochs = seen;
+            Ok(truncated)
+        }
         Err(Error::OffsetOverflow { offset, .. }) => {
             log::warn!(
                 "Caught segment overflow error: offset {offset} does not fit log segment {} (a log written \
@@ -466,7 +528,7 @@ fn recover_or_split(
             result.segments_split += 1;
             super::splitter::split_overflowed_segment(segment, params.config, local)
         }
-        other => other,
+        Err(e) => Err(e),
     };
     let truncated = match outcome {
         Err(Error::InvalidOffset { reason }) => {
@@ -484,8 +546,13 @@ fn recover_or_split(
     result.segments_recovered += 1;
     result.bytes_truncated += truncated;
     if let Some(cache) = params.leader_epoch_cache {
-        for part in local.segments().values_range(segment.base_offset(), next_base) {
-            assign_recovered_epochs(&part, cache)?;
+        match epochs {
+            Some(epochs) => assign_epochs(&epochs, cache)?,
+            None => {
+                for part in local.segments().values_range(segment.base_offset(), next_base) {
+                    assign_recovered_epochs(&part, cache)?;
+                }
+            }
         }
     }
     Ok(truncated)
@@ -495,26 +562,31 @@ fn recover_or_split(
 /// manager is rebuilt up to the segment's base offset (from the latest snapshot below it), the
 /// segment's batches are replayed into it as they are validated, rebuilding the `.txnindex`,
 /// and a snapshot is taken at the segment's end so the next recovery need not replay it again.
+/// Returns the bytes truncated and, with producer state, the `(epoch, base offset)` of each v2
+/// batch recovered whose epoch differs from the one before (for the leader epoch cache).
 ///
-/// `carry` holds the manager the previous segment's recovery left (the loader recovers the
-/// segments past the recovery point in order): when it ends at this segment's base with its
-/// snapshot there, it stands in for the fresh one, reloaded in memory from that snapshot's
-/// encoding (`reload_from_own_snapshot`) instead of listing the directory and reading the file
-/// back; the state and the snapshots written are the same. The snapshot is not fsynced (Kafka
-/// fsyncs it): it only saves replaying, a crash that damages it makes the next load delete it
-/// and replay from an older one, and an fsync per segment would bound recovery to the disk's
-/// fsync rate.
+/// `carry` (the in-order recovery past the recovery point) holds the manager the previous
+/// segment's recovery left: when it ends at this segment's base with its snapshot there, it
+/// stands in for the fresh one, reloaded in memory from that snapshot's encoding
+/// (`reload_from_own_snapshot`) instead of listing the directory and reading the file back;
+/// the state and the snapshots written are the same. It also holds the snapshots whose
+/// deletion is deferred (`RecoveryCarry::deferred`), so a snapshot the recovery would write
+/// again with the same bytes stays as it is. The snapshot is not fsynced (Kafka fsyncs it): it
+/// only saves replaying, a crash that damages it makes the next load delete it and replay from
+/// an older one, and an fsync per segment would bound recovery to the disk's fsync rate.
 fn recover_segment(
     segment: &LogSegment,
     params: &LoadParams<'_>,
     local: &LocalLog,
     write: IndexWrite,
-    carry: &mut Option<ProducerStateManager>,
-) -> Result<u64> {
-    let Some(setup) = params.producer_state.filter(|_| !params.read_only) else { return segment.recover() };
+    mut carry: Option<&mut RecoveryCarry>,
+) -> Result<(u64, Option<Vec<(i32, i64)>>)> {
+    let Some(setup) = params.producer_state.filter(|_| !params.read_only) else {
+        return Ok((segment.recover()?, None));
+    };
     let clock = local.clock().clone();
     let now = clock.milliseconds();
-    let mut carried = carry.take().filter(|psm| psm.map_end_offset() == segment.base_offset());
+    let mut carried = carry.as_mut().and_then(|c| c.psm.take()).filter(|psm| psm.map_end_offset() == segment.base_offset());
     if let Some(psm) = carried.as_mut() {
         if !psm.reload_from_own_snapshot(now)? {
             carried = None;
@@ -530,6 +602,31 @@ fn recover_segment(
             clock.clone(),
         )?,
     };
+    if let Some(c) = carry.as_mut() {
+        psm.defer_snapshot_deletions(std::mem::take(&mut c.deferred));
+    }
+    let mut epochs = Vec::new();
+    let outcome = replay_and_recover(&mut psm, segment, params, local, write, now, &mut epochs);
+    let deferred = psm.finish_deferred_deletions(carry.is_some())?;
+    let truncated = outcome?;
+    if let Some(c) = carry {
+        c.deferred = deferred;
+        c.psm = Some(psm);
+    }
+    Ok((truncated, Some(epochs)))
+}
+
+/// The body of [`recover_segment`]: `psm` rebuilt up to the segment, the segment recovered
+/// through it, its snapshot taken; `epochs` gets the epoch changes of the batches recovered.
+fn replay_and_recover(
+    psm: &mut ProducerStateManager,
+    segment: &LogSegment,
+    params: &LoadParams<'_>,
+    local: &LocalLog,
+    write: IndexWrite,
+    now: i64,
+    epochs: &mut Vec<(i32, i64)>,
+) -> Result<u64> {
     let rebuild = RebuildParams {
         log_start_offset: params.log_start_offset.unwrap_or(0),
         last_offset: segment.base_offset(),
@@ -537,10 +634,14 @@ fn recover_segment(
         read_only: false,
         now,
     };
-    rebuild_producer_state(&mut psm, local.segments(), &rebuild)?;
+    rebuild_producer_state(psm, local.segments(), &rebuild)?;
     let truncated = segment.recover_rebuilding_txn_index(
         &mut |batch: &AnyBatch<'_>| {
             let AnyBatch::V2(batch) = batch else { return Ok(None) };
+            let epoch = batch.partition_leader_epoch();
+            if epoch >= 0 && epochs.last().is_none_or(|(last, _)| *last != epoch) {
+                epochs.push((epoch, batch.base_offset()));
+            }
             let mut aborted = None;
             psm.update_from_recovered_batch(batch, |txn, lso| {
                 if txn.is_aborted {
@@ -553,7 +654,6 @@ fn recover_segment(
         write,
     )?;
     psm.take_snapshot(false)?;
-    *carry = Some(psm);
     Ok(truncated)
 }
 
@@ -569,6 +669,17 @@ fn assign_recovered_epochs(segment: &LogSegment, cache: &LeaderEpochFileCache) -
         }
         Ok(true)
     })?;
+    Ok(())
+}
+
+/// [`assign_recovered_epochs`] from the epoch changes the recovery's scan collected (dropping
+/// a batch whose epoch equals the one before changes nothing: it is not above the latest).
+fn assign_epochs(epochs: &[(i32, i64)], cache: &LeaderEpochFileCache) -> Result<()> {
+    for &(epoch, base_offset) in epochs {
+        if cache.latest_epoch().is_none_or(|latest| epoch > latest) {
+            cache.assign(epoch, base_offset)?;
+        }
+    }
     Ok(())
 }
 
@@ -590,7 +701,7 @@ fn recover_unflushed(
     let mut pending: std::collections::VecDeque<_> = local.segments().values_range(from, i64::MAX).into();
     let total = pending.len();
     // The producer state each recovery leaves, for the next segment's (`recover_segment`).
-    let mut carry = None;
+    let mut carry = RecoveryCarry::default();
     while let Some(segment) = pending.pop_front() {
         if let Some(progress) = params.progress {
             progress(pending.len() + 1);
@@ -605,29 +716,52 @@ fn recover_unflushed(
             dir.display()
         );
         let next_base = pending.front().map_or(i64::MAX, |s| s.base_offset());
-        // At or past the recovery point: a crash before the next flush recovers it again.
-        if recover_or_split(&segment, params, local, result, IndexWrite::InPlace, &mut carry)? > 0 {
-            let doomed = local.segments().values_range(next_base, i64::MAX);
-            if !doomed.is_empty() {
-                log::warn!(
-                    "Corruption found in segment {} of {}, truncating to offset {}: deleting the {} segments after \
-                     it, {}",
-                    segment.base_offset(),
-                    dir.display(),
-                    segment.read_next_offset().unwrap_or(segment.base_offset()),
-                    doomed.len(),
-                    describe_segments(&doomed)
-                );
-                result.segments_deleted += doomed.len();
-                local.remove_and_delete_segments(&doomed, params.config)?;
+        match recover_unflushed_segment(dir, &segment, next_base, params, local, result, &mut carry) {
+            Ok(false) => {}
+            Ok(true) => break,
+            Err(e) => {
+                // Best effort: what Kafka's first rebuild would have deleted goes.
+                let _ = carry.finish();
+                return Err(e);
             }
-            break;
         }
     }
+    carry.finish()?;
     if let Some(progress) = params.progress {
         progress(0);
     }
     Ok(())
+}
+
+/// One segment of [`recover_unflushed`]; returns whether it was truncated (the segments from
+/// `next_base` on are then deleted and the recovery stops).
+fn recover_unflushed_segment(
+    dir: &Path,
+    segment: &Arc<LogSegment>,
+    next_base: i64,
+    params: &LoadParams<'_>,
+    local: &LocalLog,
+    result: &mut LoadResult,
+    carry: &mut RecoveryCarry,
+) -> Result<bool> {
+    // At or past the recovery point: a crash before the next flush recovers it again.
+    if recover_or_split(segment, params, local, result, IndexWrite::InPlace, Some(carry))? == 0 {
+        return Ok(false);
+    }
+    let doomed = local.segments().values_range(next_base, i64::MAX);
+    if !doomed.is_empty() {
+        log::warn!(
+            "Corruption found in segment {} of {}, truncating to offset {}: deleting the {} segments after it, {}",
+            segment.base_offset(),
+            dir.display(),
+            segment.read_next_offset().unwrap_or(segment.base_offset()),
+            doomed.len(),
+            describe_segments(&doomed)
+        );
+        result.segments_deleted += doomed.len();
+        local.remove_and_delete_segments(&doomed, params.config)?;
+    }
+    Ok(true)
 }
 
 /// Step 5: the log end, the log start rules, an empty log's first segment, stray snapshots,
@@ -644,7 +778,7 @@ fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut Lo
                     "{} ends in an incomplete batch although the log was shut down cleanly; recovering it",
                     active.path().display()
                 );
-                recover_or_split(&active, params, local, result, IndexWrite::Atomic, &mut None)?;
+                recover_or_split(&active, params, local, result, IndexWrite::Atomic, None)?;
                 let active = local.segments().last_segment().unwrap_or(active);
                 active.read_next_offset_and_end()?
             }

@@ -73,6 +73,9 @@ pub struct FileRecords {
     writable: bool,
     /// Whether a read already warned of this file's torn tail (once per open file).
     torn_tail_reported: AtomicBool,
+    /// The file may be longer than `size` (it was preallocated and not trimmed since): only
+    /// then does a truncation to the current size need the file's length.
+    maybe_longer: AtomicBool,
 }
 
 impl FileRecords {
@@ -89,6 +92,7 @@ impl FileRecords {
         .map_err(|e| Error::io(&path, "open", e))?;
         let len = file.metadata().map_err(|e| Error::io(&path, "stat", e))?.len();
         let mut size = len;
+        let preallocated = matches!((writable, len, preallocate_bytes), (true, 0, Some(_)));
         if let (true, 0, Some(bytes)) = (writable, len, preallocate_bytes) {
             check(&path, FaultOp::Truncate)
                 .and_then(|()| file.set_len(bytes))
@@ -101,6 +105,7 @@ impl FileRecords {
             size: AtomicU64::new(size),
             writable,
             torn_tail_reported: AtomicBool::new(false),
+            maybe_longer: AtomicBool::new(preallocated),
         })
     }
 
@@ -205,6 +210,11 @@ impl FileRecords {
         }
         if !self.writable {
             return Err(Error::ReadOnly { path: self.path() });
+        }
+        // Appends write the file before they publish the size, so it is no longer than `size`
+        // unless preallocated: nothing to cut (recovery of an intact segment, no `stat`).
+        if target == size && !self.maybe_longer.load(Ordering::Acquire) {
+            return Ok(0);
         }
         let len = self.file_len()?;
         if target < len {

@@ -70,6 +70,35 @@ pub fn write_file_in_place(path: &Path, contents: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Whether `path` holds exactly `expected`: one open and one read of `expected.len() + 1`
+/// bytes (no `stat`), so a longer file is told apart too (a read of a regular file returns
+/// fewer bytes than asked only at its end). Lets a rebuild leave a file whose bytes it would
+/// only write again: nothing is dirtied, and no replaced inode is freed (on a file system
+/// mounted with `discard`, freeing a file's blocks waits for a discard request). A missing or
+/// unreadable file is not a match (the caller's write then reports any error). Reads are not
+/// fault-injected: the seam covers the write that follows a mismatch.
+#[must_use]
+pub fn file_has_contents(path: &Path, expected: &[u8]) -> bool {
+    use std::os::unix::fs::FileExt;
+    let Ok(file) = File::open(path) else { return false };
+    let mut buf = vec![0u8; expected.len() + 1];
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], done as u64) {
+            Ok(0) => break,
+            // A short read ends the file: no second call to see it return 0.
+            Ok(n) if done + n < buf.len() => {
+                done += n;
+                break;
+            }
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    done == expected.len() && buf[..done] == *expected
+}
+
 /// Fsyncs `path` if it exists (Kafka's `Utils.flushFileIfExists`).
 pub fn fsync_file_if_exists(path: &Path) -> Result<()> {
     let f = match File::open(path) {
