@@ -140,8 +140,7 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
     let unflushed = !params.read_only && !params.had_clean_shutdown && !is_delete_dir;
     // Where step 4 starts: the segment holding the recovery point.
     let recovery_point = params.recovery_point.unwrap_or_else(|| bases.last().map_or(0, |(b, _)| *b));
-    let unflushed_from =
-        bases.iter().map(|(b, _)| *b).take_while(|b| *b <= recovery_point).last().unwrap_or(i64::MIN);
+    let unflushed_from = bases.iter().map(|(b, _)| *b).take_while(|b| *b <= recovery_point).last().unwrap_or(i64::MIN);
     let mut needs_recovery = Vec::new();
     for (base, suffix) in &bases {
         let listing = (!params.read_only).then_some(files.as_slice());
@@ -379,7 +378,8 @@ fn open_segment(
     } else if !exists(&index_path) {
         Some(IndexProblem::Missing)
     } else {
-        offset_index_problem(&index_path).or_else(|| (!time_index_new).then(|| time_index_problem(&time_index_path)).flatten())
+        offset_index_problem(&index_path)
+            .or_else(|| (!time_index_new).then(|| time_index_problem(&time_index_path)).flatten())
     };
     let mut segment =
         LogSegment::open(dir, base, params.config, local.clock().clone(), suffix, false, params.read_only)?;
@@ -586,7 +586,8 @@ fn recover_segment(
     };
     let clock = local.clock().clone();
     let now = clock.milliseconds();
-    let mut carried = carry.as_mut().and_then(|c| c.psm.take()).filter(|psm| psm.map_end_offset() == segment.base_offset());
+    let mut carried =
+        carry.as_mut().and_then(|c| c.psm.take()).filter(|psm| psm.map_end_offset() == segment.base_offset());
     if let Some(psm) = carried.as_mut() {
         if !psm.reload_from_own_snapshot(now)? {
             carried = None;

@@ -351,3 +351,28 @@ mod name_max_tests {
         assert_eq!(name_max(Path::new("relative-missing-dir")), name_max(Path::new(".")));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::file_has_contents;
+
+    /// Only the same bytes at the same length match: a longer or shorter file, one byte
+    /// different, or no file at all do not.
+    #[test]
+    fn file_has_contents_matches_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        assert!(!file_has_contents(&path, b""), "missing");
+        std::fs::write(&path, b"").unwrap();
+        assert!(file_has_contents(&path, b""));
+        std::fs::write(&path, b"abcd").unwrap();
+        assert!(file_has_contents(&path, b"abcd"));
+        assert!(!file_has_contents(&path, b"abc"), "longer file");
+        assert!(!file_has_contents(&path, b"abcde"), "shorter file");
+        assert!(!file_has_contents(&path, b"abce"), "other byte");
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &big).unwrap();
+        assert!(file_has_contents(&path, &big));
+        assert!(!file_has_contents(&path, &big[..big.len() - 1]));
+    }
+}
