@@ -377,7 +377,8 @@ impl FileRecords {
 
     /// Visits every complete batch from `start` to `end`, loading bodies in large chunks, until
     /// `f` returns false. Errors from the batch framing name this file and the position. The
-    /// scan stops (without error) at a torn tail; `ScanEnd` tells where.
+    /// scan stops (without error) at a torn tail; `ScanEnd` tells where. `buf` is scratch space
+    /// (its contents afterwards are unspecified); a caller scanning many files reuses one.
     pub fn for_each_batch<F>(&self, start: u64, end: u64, buf: &mut Vec<u8>, mut f: F) -> Result<ScanEnd>
     where
         F: FnMut(u64, AnyBatch<'_>) -> Result<bool>,
@@ -386,8 +387,12 @@ impl FileRecords {
         let mut chunk = SCAN_CHUNK;
         while pos < end {
             let want = ((end - pos) as usize).min(chunk);
-            buf.clear();
-            let n = self.read_into(pos, want, buf)?;
+            // `buf` is scratch: grown (zeroed) only when too short, never zeroed again, so a
+            // buffer reused from scan to scan costs no fill.
+            if buf.len() < want {
+                buf.resize(want, 0);
+            }
+            let n = self.read_at(pos, &mut buf[..want])?;
             if n == 0 {
                 break;
             }

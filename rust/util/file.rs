@@ -79,24 +79,30 @@ pub fn write_file_in_place(path: &Path, contents: &[u8]) -> Result<()> {
 /// fault-injected: the seam covers the write that follows a mismatch.
 #[must_use]
 pub fn file_has_contents(path: &Path, expected: &[u8]) -> bool {
-    use std::os::unix::fs::FileExt;
     let Ok(file) = File::open(path) else { return false };
     let mut buf = vec![0u8; expected.len() + 1];
+    matches!(read_prefix(&file, &mut buf), Ok(n) if n == expected.len() && buf[..n] == *expected)
+}
+
+/// Reads the start of `file` into `buf`; returns the bytes read, fewer than `buf.len()` only
+/// when the file is that short (a read of a regular file returns fewer bytes than asked only
+/// at its end, so no further call is made to see it return 0).
+///
+/// # Errors
+/// The read's error.
+pub fn read_prefix(file: &File, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
     let mut done = 0;
     while done < buf.len() {
         match file.read_at(&mut buf[done..], done as u64) {
             Ok(0) => break,
-            // A short read ends the file: no second call to see it return 0.
-            Ok(n) if done + n < buf.len() => {
-                done += n;
-                break;
-            }
+            Ok(n) if done + n < buf.len() => return Ok(done + n),
             Ok(n) => done += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
+            Err(e) => return Err(e),
         }
     }
-    done == expected.len() && buf[..done] == *expected
+    Ok(done)
 }
 
 /// Fsyncs `path` if it exists (Kafka's `Utils.flushFileIfExists`).
