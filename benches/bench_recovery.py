@@ -11,11 +11,12 @@ Scenarios (those of benches/recovery_bench.rs):
 - ``crash recovery 1000x10``: the same dir in the state a crash leaves (no
   ``.kafka_cleanshutdown``, every active segment's indexes at their preallocated 10 MiB) with
   every recovery point 0, so every segment is recovered (batches CRC-checked, indexes rebuilt);
-  ``--crash-threads`` recovery threads (default 2). Floor: reading the same ``.log`` bytes
+  ``--crash-threads`` recovery threads (default 1 and 2, issue 17's goals: 1 GB/s with one
+  thread, two threads at least 1.8x one). Floor: reading the same ``.log`` bytes
   (``readinto`` 1 MiB) and computing a CRC over them with ``zlib.crc32`` (CRC-32, not Kafka's
   CRC-32C, which the standard library lacks; zlib's is carry-less-multiply accelerated, several
   GB/s, the same order as the CRC-32C instruction), with as many threads (both release the GIL).
-  It takes 15 to 30 s a run today, so it runs ``--crash-runs`` times (default 1), no warm-up.
+  It runs ``--crash-runs`` times (default 3; Kafka ``--kafka-reps`` times), no warm-up.
 - ``crash recovery <n>dir x <t>thr``: big segments (4 partitions x 4 segments x 32 MiB per
   dir), one dir or two, 1 or 2 recovery threads per dir; floor as above with
   min(dirs x threads, 2) threads.
@@ -32,7 +33,7 @@ With ``--kafka``, tests/kit/jvm/java/KafkaLoadBench.java (compiled against the K
 the interop tests fetch) times ``LogManager.apply`` + ``LogManager.startup`` on a copy of each
 fixture (Kafka writes producer snapshots and leader-epoch checkpoints into the dirs it loads),
 from the same clean or crash state; Kafka's runs end with a proper ``shutdown`` (untimed).
-Kafka's loader also loads or rebuilds producer state, which kafkalog does not keep.
+Both loaders rebuild producer state and write its snapshots.
 
 The fixture: partition 0 is written through ``create_log`` + ``append_as_follower`` with
 ``internal.segment.bytes`` rolling every N batches; the other partitions are copies of its
@@ -284,6 +285,7 @@ class Row:
     floor: list[float]
     floor_name: str
     kafka: tuple[float, float] | None = None  # (median, best) seconds
+    load: float = 0.0  # the 1-minute load average after kafkalog's runs and the floor's
 
 
 def kafka_run(
@@ -314,7 +316,31 @@ def table_row(r: Row) -> list[str]:
            f"{r.amount / k:.0f}", f"{r.amount / f:.0f}", r.unit]  # fmt: skip
     if r.kafka:
         row += [f"{r.kafka[0] * 1e3:.1f} [{r.kafka[1] * 1e3:>6.1f}]", f"{r.kafka[0] / k:.2f}x"]
-    return row
+    return row + [f"{r.load:.2f}"]
+
+
+def print_goals(rows: list[Row], label: str) -> None:
+    """Issue 17's recovery goals, each figure beside its floor (and Kafka's, when timed)."""
+    by_name = {r.scenario: r for r in rows}
+    crash = {t: by_name.get(f"crash recovery {label} {t}thr") for t in (1, 2)}
+    clean = by_name.get(f"startup clean {label} 1thr")
+    med = statistics.median
+    print()
+    for t, r in crash.items():
+        if r is not None:
+            kafka = f", Kafka {r.amount / r.kafka[0]:.0f} MB/s" if r.kafka else ""
+            print(f"crash recovery {label}, {t} thread(s): {r.amount / med(r.kafkalog):.0f} MB/s "
+                  f"(floor {r.amount / med(r.floor):.0f} MB/s{kafka}; load {r.load:.2f})"
+                  + ("; goal >= 1000 MB/s" if t == 1 else ""))  # fmt: skip
+    if crash[1] is not None and crash[2] is not None:
+        one, two = crash[1], crash[2]
+        kafka = f", Kafka {one.kafka[0] / two.kafka[0]:.2f}x" if one.kafka and two.kafka else ""
+        print(f"crash recovery {label}, 2 threads / 1 thread: {med(one.kafkalog) / med(two.kafkalog):.2f}x "
+              f"(floor {med(one.floor) / med(two.floor):.2f}x{kafka}); goal >= 1.8x")  # fmt: skip
+    if clean is not None:
+        print(f"startup clean {label}, 1 thread: {med(clean.kafkalog) / med(clean.floor):.2f}x the list+stat floor "
+              f"({med(clean.kafkalog) * 1e3:.0f} ms vs {med(clean.floor) * 1e3:.0f} ms; load {clean.load:.2f}); "
+              "goal <= 2x")  # fmt: skip
 
 
 def main() -> None:
@@ -325,10 +351,10 @@ def main() -> None:
     ap.add_argument("--bulk-segment-mib", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=5, help="timed repetitions after one warm-up (default: %(default)s)")
     ap.add_argument("--kafka", action="store_true", help="also time Kafka's LogManager (needs java, javac, mvn)")
-    ap.add_argument("--crash-runs", type=int, default=1,
-                    help="timed runs (no warm-up) of each crash recovery of the 1000x10 dir, kafkalog and Kafka "
-                         "(default: %(default)s; each takes 10-30 s)")
-    ap.add_argument("--crash-threads", default="2",
+    ap.add_argument("--crash-runs", type=int, default=3,
+                    help="timed runs (no warm-up) of kafkalog's crash recovery of the 1000x10 dir; Kafka's run "
+                         "--kafka-reps times (default: %(default)s)")
+    ap.add_argument("--crash-threads", default="1,2",
                     help="comma-separated recovery thread counts for the crash recovery of the 1000x10 dir "
                          "(default: %(default)s)")
     ap.add_argument("--kafka-reps", type=int, default=2,
@@ -360,33 +386,38 @@ def main() -> None:
                 return None
             return kafka_run(classpath, fx, ndirs, threads, mode, name, warmup, reps)
 
+        # Each row's load average is read right after kafkalog's runs and its floor's.
         for threads in (1, 2):
+            ours = timed(args.repeat, lambda: open_once(small, 1, threads, False))
+            floor = timed(args.repeat, lambda: list_and_stat(small, 1, threads))
+            load = os.getloadavg()[0]
             rows.append(Row(
-                f"startup clean {label} {threads}thr", segments_k, "k segments/s",
-                timed(args.repeat, lambda: open_once(small, 1, threads, False)),
-                timed(args.repeat, lambda: list_and_stat(small, 1, threads)), f"list+stat {threads}thr",
-                kafka(kafka_small, 1, threads, "clean", f"{label}/threads={threads}", 1, args.kafka_reps),
+                f"startup clean {label} {threads}thr", segments_k, "k segments/s", ours, floor,
+                f"list+stat {threads}thr",
+                kafka(kafka_small, 1, threads, "clean", f"{label}/threads={threads}", 1, args.kafka_reps), load,
             ))  # fmt: skip
-        # 15 to 30 s a run today (see --crash-runs): no warm-up, few runs, by default only the
-        # default thread count (benches/recovery_bench.rs times both).
+        # No warm-up: each run starts from the crash state (make_unclean).
         for threads in (int(t) for t in args.crash_threads.split(",")):
             files = small.files(1)
+            ours = [open_once(small, 1, threads, True) for _ in range(args.crash_runs)]
+            floor = timed(args.repeat, lambda: read_and_crc(files, threads))
+            load = os.getloadavg()[0]
             rows.append(Row(
-                f"crash recovery {label} {threads}thr", small.bytes(1) / 1e6, "MB/s",
-                [open_once(small, 1, threads, True) for _ in range(args.crash_runs)],
-                timed(args.repeat, lambda: read_and_crc(files, threads)), f"read+crc32 {threads}thr",
-                kafka(kafka_small, 1, threads, "unclean", f"{label}/threads={threads}", 0, args.crash_runs),
+                f"crash recovery {label} {threads}thr", small.bytes(1) / 1e6, "MB/s", ours, floor,
+                f"read+crc32 {threads}thr",
+                kafka(kafka_small, 1, threads, "unclean", f"{label}/threads={threads}", 0, args.kafka_reps), load,
             ))  # fmt: skip
         for ndirs, threads in ((1, 1), (1, 2), (2, 1), (2, 2)):
             files = bulk.files(ndirs)
             floor_threads = min(ndirs * threads, 2)
+            ours = timed(args.repeat, lambda: open_once(bulk, ndirs, threads, True))
+            floor = timed(args.repeat, lambda: read_and_crc(files, floor_threads))
+            load = os.getloadavg()[0]
             rows.append(Row(
                 f"crash recovery {ndirs}dir x {threads}thr, 4x4x{args.bulk_segment_mib}MiB/dir",
-                bulk.bytes(ndirs) / 1e6, "MB/s",
-                timed(args.repeat, lambda: open_once(bulk, ndirs, threads, True)),
-                timed(args.repeat, lambda: read_and_crc(files, floor_threads)), f"read+crc32 {floor_threads}thr",
+                bulk.bytes(ndirs) / 1e6, "MB/s", ours, floor, f"read+crc32 {floor_threads}thr",
                 kafka(kafka_bulk, ndirs, threads, "unclean", f"bulk/dirs={ndirs}/threads={threads}", 1,
-                      args.kafka_reps),
+                      args.kafka_reps), load,
             ))  # fmt: skip
 
     print()
@@ -399,7 +430,9 @@ def main() -> None:
                Column("unit", 13, left=True)]  # fmt: skip
     if args.kafka:
         columns += [Column("Kafka ms", 18), Column("Kafka/kafkalog", 14)]
+    columns.append(Column("load", 6))
     print_table(columns, [table_row(r) for r in rows])
+    print_goals(rows, label)
     print(f"(total {time.monotonic() - started:.0f} s)")
 
 

@@ -16,6 +16,10 @@ use crate::error::Result;
 pub trait IndexFile: Sized {
     /// Opens read-write (creating the file, preallocated to `max_index_size`).
     fn open_rw(path: PathBuf, base_offset: i64, max_index_size: usize) -> Result<Self>;
+    /// Opens read-write at `size` (`open_rw`, then `resize`, in one open).
+    fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self>;
+    /// Kafka's `resize`.
+    fn resize_file(&mut self, size: usize) -> Result<bool>;
     /// Opens a read-only snapshot (no mapping, nothing written).
     fn open_ro(path: PathBuf, base_offset: i64) -> Result<Self>;
     /// Renames the file.
@@ -29,6 +33,12 @@ pub trait IndexFile: Sized {
 impl IndexFile for OffsetIndex {
     fn open_rw(path: PathBuf, base_offset: i64, max_index_size: usize) -> Result<Self> {
         OffsetIndex::open(path, base_offset, max_index_size)
+    }
+    fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self> {
+        OffsetIndex::open_resized(path, base_offset, max_index_size, size)
+    }
+    fn resize_file(&mut self, size: usize) -> Result<bool> {
+        self.resize(size)
     }
     fn open_ro(path: PathBuf, base_offset: i64) -> Result<Self> {
         OffsetIndex::open_read_only(path, base_offset)
@@ -47,6 +57,12 @@ impl IndexFile for OffsetIndex {
 impl IndexFile for TimeIndex {
     fn open_rw(path: PathBuf, base_offset: i64, max_index_size: usize) -> Result<Self> {
         TimeIndex::open(path, base_offset, max_index_size)
+    }
+    fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self> {
+        TimeIndex::open_resized(path, base_offset, max_index_size, size)
+    }
+    fn resize_file(&mut self, size: usize) -> Result<bool> {
+        self.resize(size)
     }
     fn open_ro(path: PathBuf, base_offset: i64) -> Result<Self> {
         TimeIndex::open_read_only(path, base_offset)
@@ -118,6 +134,22 @@ impl<T: IndexFile> LazyIndex<T> {
         Ok(())
     }
 
+    /// Kafka's `resize` of the index, opening it first if needed: an unopened read-write index
+    /// opens at `size` directly (one open and map instead of a map, an unmap and a map again).
+    ///
+    /// # Errors
+    /// As the index's open and `resize`.
+    pub fn resize(&self, size: usize) -> Result<bool> {
+        if !self.read_only {
+            let mut state = self.state.write();
+            if let State::Unloaded { path } = &*state {
+                let index = T::open_rw_resized(path.clone(), self.base_offset, self.max_index_size, size)?;
+                *state = State::Loaded(index);
+            }
+        }
+        self.get_mut()?.resize_file(size)
+    }
+
     /// Shared access, opening the file first if needed.
     pub fn get(&self) -> Result<MappedRwLockReadGuard<'_, T>> {
         self.ensure_loaded()?;
@@ -149,7 +181,9 @@ impl<T: IndexFile> LazyIndex<T> {
     /// file is opened again on next use. `atomic` writes a `.tmp` file and renames it over the
     /// index, so a crash leaves the old file or the new one, never a part; otherwise the file is
     /// truncated and written in place (for a segment that a crash would recover again anyway).
-    /// Nothing is fsynced: the segment's flush does that.
+    /// Nothing is fsynced: the segment's flush does that. A file that already holds exactly
+    /// `bytes` is left as it is (`util::file::file_has_contents`): the same result, without
+    /// dirtying or replacing it.
     ///
     /// # Errors
     /// `IllegalState` on a read-only index; `Io` naming the file when a step fails.
@@ -165,6 +199,9 @@ impl<T: IndexFile> LazyIndex<T> {
         // Unmaps before the file changes length.
         *state = State::Unloaded { path: path.clone() };
         drop(state);
+        if crate::util::file::file_has_contents(&path, bytes) {
+            return Ok(());
+        }
         if atomic {
             crate::util::file::replace_file(&path, bytes, false)
         } else {

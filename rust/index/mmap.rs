@@ -44,20 +44,27 @@ impl IndexStorage {
     /// Opens `path` read-write and maps it, creating it when missing.
     ///
     /// A new file is preallocated (`set_len`) to `max_index_size` rounded down to a multiple of
-    /// `entry_size`; an existing file keeps its length. Returns the storage and whether the file
-    /// was created.
-    pub(crate) fn open_mapped(path: &Path, max_index_size: usize, entry_size: usize) -> Result<(Self, bool)> {
-        let create = check(path, FaultOp::Open)
-            .and_then(|()| OpenOptions::new().read(true).write(true).create_new(true).open(path));
-        let (file, created) = match create {
-            Ok(file) => (file, true),
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+    /// `entry_size`; an existing file keeps its length, or is first set to `resize_to` when
+    /// given and its whole entries (all of its length, an existing file being trimmed) fit (an
+    /// index resized as it opens: one open, `stat` and map instead of two). Returns the storage
+    /// and, for an existing file, its length before any resize (`None`: created).
+    pub(crate) fn open_mapped(
+        path: &Path,
+        max_index_size: usize,
+        entry_size: usize,
+        resize_to: Option<usize>,
+    ) -> Result<(Self, Option<u64>)> {
+        // An existing file is the common case: open it first, create only if missing.
+        let existing = check(path, FaultOp::Open).and_then(|()| OpenOptions::new().read(true).write(true).open(path));
+        let (file, created) = match existing {
+            Ok(file) => (file, false),
+            Err(e) if e.kind() == ErrorKind::NotFound => {
                 let file = check(path, FaultOp::Open)
-                    .and_then(|()| OpenOptions::new().read(true).write(true).open(path))
-                    .map_err(|e| Error::io(path, "open index", e))?;
-                (file, false)
+                    .and_then(|()| OpenOptions::new().read(true).write(true).create_new(true).open(path))
+                    .map_err(|e| Error::io(path, "create index", e))?;
+                (file, true)
             }
-            Err(e) => return Err(Error::io(path, "create index", e)),
+            Err(e) => return Err(Error::io(path, "open index", e)),
         };
         if created {
             let len = max_index_size / entry_size * entry_size;
@@ -77,9 +84,22 @@ impl IndexStorage {
                 let _ = check(path, FaultOp::Delete).and_then(|()| std::fs::remove_file(path));
                 return Err(e);
             }
+            let map = map_whole_file(&file, path)?;
+            return Ok((IndexStorage::Mapped(map), None));
         }
-        let map = map_whole_file(&file, path)?;
-        Ok((IndexStorage::Mapped(map), created))
+        let old_len = file.metadata().map_err(|e| Error::io(path, "stat index", e))?.len();
+        let whole = old_len / entry_size as u64 * entry_size as u64;
+        let len = match resize_to {
+            Some(new_len) if new_len as u64 != old_len && new_len as u64 >= whole => {
+                check(path, FaultOp::Truncate)
+                    .and_then(|()| file.set_len(new_len as u64))
+                    .map_err(|e| Error::io(path, "resize index", e))?;
+                new_len as u64
+            }
+            _ => old_len,
+        };
+        let map = map_file(&file, path, len)?;
+        Ok((IndexStorage::Mapped(map), Some(old_len)))
     }
 
     /// Copies the longest prefix of whole `entry_size`-byte entries of `path` that `accept`
@@ -222,6 +242,11 @@ pub(crate) fn read_only(path: &Path) -> Error {
 /// Maps the whole of `file` read-write and shared.
 fn map_whole_file(file: &File, path: &Path) -> Result<MmapMut> {
     let len = file.metadata().map_err(|e| Error::io(path, "stat index", e))?.len();
+    map_file(file, path, len)
+}
+
+/// Maps `file`, whose length is `len`, read-write and shared.
+fn map_file(file: &File, path: &Path, len: u64) -> Result<MmapMut> {
     let len = usize::try_from(len)
         .map_err(|_| Error::illegal_state(format!("index {} is too large to map ({len} bytes)", path.display())))?;
     check(path, FaultOp::Mmap).map_err(|e| Error::io(path, "map index", e))?;
@@ -230,7 +255,8 @@ fn map_whole_file(file: &File, path: &Path) -> Result<MmapMut> {
     // exclusively (a writable log holds an exclusive flock on it, `DirLock`), and only the one read-write index
     // object that owns this mapping writes or resizes the file: it writes through the mapping
     // itself, and `IndexStorage::resize` unmaps before `set_len`, so no mapped page ever lies
-    // past the end of file. Readers in other processes use `Snapshot` storage, never a mapping.
+    // past the end of file. `len` is the file's length (`stat`, or the `set_len` just done on
+    // this descriptor). Readers in other processes use `Snapshot` storage, never a mapping.
     // memmap2 maps a zero-length file as an empty slice.
     let map = unsafe { MmapOptions::new().len(len).map_mut(file) };
     map.map_err(|e| Error::io(path, "map index", e))

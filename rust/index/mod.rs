@@ -154,11 +154,19 @@ impl std::fmt::Debug for AbstractIndex {
 
 impl AbstractIndex {
     /// Opens (creating and preallocating if missing) and maps `path` read-write. An existing
-    /// file is assumed trimmed: entries = length / entry size.
-    pub(crate) fn open(path: PathBuf, base_offset: i64, max_index_size: usize, entry_size: usize) -> Result<Self> {
-        let (storage, created) = IndexStorage::open_mapped(&path, max_index_size, entry_size)?;
+    /// file is assumed trimmed: entries = length / entry size. With `resize_to`, an existing
+    /// file is then resized as [`Self::resize`] would (when its entries fit), in the same open.
+    pub(crate) fn open(
+        path: PathBuf,
+        base_offset: i64,
+        max_index_size: usize,
+        entry_size: usize,
+        resize_to: Option<usize>,
+    ) -> Result<Self> {
+        let resize_to = resize_to.map(|size| size / entry_size * entry_size);
+        let (storage, old_len) = IndexStorage::open_mapped(&path, max_index_size, entry_size, resize_to)?;
         let max_entries = storage.len() / entry_size;
-        let entries = if created { 0 } else { max_entries };
+        let entries = old_len.map_or(0, |len| (len as usize / entry_size).min(max_entries));
         Ok(AbstractIndex {
             path,
             base_offset,

@@ -43,7 +43,22 @@ impl OffsetIndex {
     /// # Errors
     /// `IllegalState` if a new file could not hold one entry; `Io` if it cannot be opened or mapped.
     pub fn open(path: impl Into<PathBuf>, base_offset: i64, max_index_size: usize) -> Result<Self> {
-        let inner = AbstractIndex::open(path.into(), base_offset, max_index_size, ENTRY_SIZE)?;
+        let inner = AbstractIndex::open(path.into(), base_offset, max_index_size, ENTRY_SIZE, None)?;
+        Ok(Self::with_inner(inner))
+    }
+
+    /// [`Self::open`], then [`Self::resize`] to `size` in the same open (one open, `stat` and
+    /// map; no unmap). A file whose entries would not fit at `size` keeps its length.
+    ///
+    /// # Errors
+    /// As [`Self::open`].
+    pub fn open_resized(
+        path: impl Into<PathBuf>,
+        base_offset: i64,
+        max_index_size: usize,
+        size: usize,
+    ) -> Result<Self> {
+        let inner = AbstractIndex::open(path.into(), base_offset, max_index_size, ENTRY_SIZE, Some(size))?;
         Ok(Self::with_inner(inner))
     }
 

@@ -128,6 +128,9 @@ pub struct TransactionIndex {
     /// only after an append or truncation in this process; kafkalog reads the last entry on the
     /// first append, so an append below an entry of a reopened file is refused too.
     last_offset: LastOffset,
+    /// The file is known not to exist (the loader's directory listing had none): reads and
+    /// `exists` need no `stat` or failed open until something creates, renames or deletes it.
+    known_missing: bool,
 }
 
 impl TransactionIndex {
@@ -135,7 +138,22 @@ impl TransactionIndex {
     /// until needed; a read-only index never writes.
     #[must_use]
     pub fn new(start_offset: i64, path: PathBuf, writable: bool) -> Self {
-        TransactionIndex { start_offset, path, writable, file: None, last_offset: LastOffset::Unknown }
+        TransactionIndex {
+            start_offset,
+            path,
+            writable,
+            file: None,
+            last_offset: LastOffset::Unknown,
+            known_missing: false,
+        }
+    }
+
+    /// Records that the file does not exist (the caller listed the directory and holds its
+    /// lock), so reading it finds no entry without a file system call.
+    pub fn known_missing(&mut self) {
+        if self.file.is_none() {
+            self.known_missing = true;
+        }
     }
 
     /// The file's path (it may not exist).
@@ -153,7 +171,7 @@ impl TransactionIndex {
     /// Whether the file exists.
     #[must_use]
     pub fn exists(&self) -> bool {
-        self.file.is_some() || self.path.exists()
+        self.file.is_some() || (!self.known_missing && self.path.exists())
     }
 
     /// Appends `txn` (Kafka's `append`), creating the file on the first one. Its last offset
@@ -298,6 +316,7 @@ impl TransactionIndex {
             crate::util::file::rename(&self.path, &new_path)?;
         }
         self.path = new_path;
+        self.known_missing = false;
         Ok(())
     }
 
@@ -320,6 +339,7 @@ impl TransactionIndex {
     pub fn delete_if_exists(&mut self) -> Result<bool> {
         self.close();
         self.last_offset = LastOffset::Unknown;
+        self.known_missing = false;
         crate::util::file::delete_if_exists(&self.path)
     }
 
@@ -349,6 +369,9 @@ impl TransactionIndex {
             let mut bytes = vec![0u8; usize::try_from(*len).unwrap_or(usize::MAX)];
             file.read_exact_at(&mut bytes, 0).map_err(|e| Error::io(&self.path, "read", e))?;
             return Ok(bytes);
+        }
+        if self.known_missing {
+            return Ok(Vec::new());
         }
         match std::fs::read(&self.path) {
             Ok(bytes) => Ok(bytes),
@@ -388,6 +411,7 @@ impl TransactionIndex {
                 .map_err(|e| Error::io(&self.path, "open", e))?;
             let len = file.metadata().map_err(|e| Error::io(&self.path, "stat", e))?.len();
             self.file = Some((file, len));
+            self.known_missing = false;
         }
         Ok(self.file.as_mut().expect("opened above"))
     }

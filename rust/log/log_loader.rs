@@ -32,19 +32,20 @@ use std::sync::Arc;
 
 use super::leader_epoch_cache::LeaderEpochFileCache;
 use super::local_log::LocalLog;
-use super::producer_state::{rebuild_producer_state, ProducerStateManager, ProducerStateManagerConfig, RebuildParams};
+use super::producer_state::ProducerStateManagerConfig;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::file_names::{
     offset_from_file_name, with_suffix, CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, DELETE_DIR_SUFFIX, INDEX_FILE_SUFFIX,
     LOG_FILE_SUFFIX, SWAP_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
 };
-use crate::index::transaction_index::AbortedTxn;
-use crate::record::records::AnyBatch;
 use crate::segment::file_records::FileRecords;
-use crate::segment::log_segment::{IndexWrite, LogSegment};
+use crate::segment::log_segment::LogSegment;
 use crate::util::clock::SharedClock;
 use crate::util::file::delete_if_exists;
+
+mod recovery;
+use recovery::{recover_alone, recover_unflushed};
 
 /// What the caller knows about the directory before loading it.
 #[derive(Clone, Copy)]
@@ -126,29 +127,36 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
     let local = LocalLog::new(dir, clock, params.read_only);
     let mut result = LoadResult::default();
     // The directory is listed once; again only if finishing an interrupted replace changed it.
-    let bases = if params.read_only {
-        read_only_bases(dir)?
+    let (bases, files) = if params.read_only {
+        (read_only_bases(dir)?, Vec::new())
     } else {
         let mut files = list_files(dir)?;
         if complete_or_roll_back_replace(dir, &files, &mut result)? {
             files = list_files(dir)?;
         }
-        remove_orphans(&files, &mut result)?
+        (remove_orphans(&files, &mut result)?, files)
     };
+    let is_delete_dir = dir.file_name().is_some_and(|n| n.to_string_lossy().ends_with(DELETE_DIR_SUFFIX));
+    let unflushed = !params.read_only && !params.had_clean_shutdown && !is_delete_dir;
+    // Where step 4 starts: the segment holding the recovery point.
+    let recovery_point = params.recovery_point.unwrap_or_else(|| bases.last().map_or(0, |(b, _)| *b));
+    let unflushed_from = bases.iter().map(|(b, _)| *b).take_while(|b| *b <= recovery_point).last().unwrap_or(i64::MIN);
     let mut needs_recovery = Vec::new();
     for (base, suffix) in &bases {
-        if open_segment(dir, *base, suffix, params, &local)? {
+        let listing = (!params.read_only).then_some(files.as_slice());
+        // Step 4 rebuilds every index of these from the data: nothing to check first.
+        let recovered_later = unflushed && *base >= unflushed_from && params.producer_state.is_some();
+        if open_segment(dir, *base, suffix, params, &local, listing, recovered_later)? {
             needs_recovery.push(*base);
         }
     }
     result.segments_loaded = bases.len();
     for &base in &needs_recovery {
         if let Some(segment) = local.segments().get(base) {
-            recover_or_split(&segment, params, &local, &mut result, IndexWrite::Atomic, &mut None)?;
+            recover_alone(&segment, params, &local, &mut result)?;
         }
     }
-    let is_delete_dir = dir.file_name().is_some_and(|n| n.to_string_lossy().ends_with(DELETE_DIR_SUFFIX));
-    if !params.read_only && !params.had_clean_shutdown && !is_delete_dir {
+    if unflushed {
         let recovery_point =
             params.recovery_point.unwrap_or_else(|| local.segments().last_segment().map_or(0, |s| s.base_offset()));
         recover_unflushed(dir, recovery_point, &needs_recovery, params, &local, &mut result)?;
@@ -341,21 +349,48 @@ fn read_only_bases(dir: &Path) -> Result<Vec<(i64, &'static str)>> {
 /// recovered now: its offset index is missing or implausible. A missing time index comes back
 /// empty (Kafka's `sanityCheck(timeIndexFileNewlyCreated)`), rebuilt only if the segment is
 /// recovered later.
-fn open_segment(dir: &Path, base: i64, suffix: &str, params: &LoadParams<'_>, local: &LocalLog) -> Result<bool> {
+///
+/// `listing` (a writable load's, sorted by name) tells which index files exist, instead of a
+/// `stat` or a failed open per file. A segment `recovered_later` (step 4 recovers it and
+/// rebuilds all three indexes) skips the checks: Kafka's loader, too, leaves their contents to
+/// the recovery of the segments past the recovery point.
+fn open_segment(
+    dir: &Path,
+    base: i64,
+    suffix: &str,
+    params: &LoadParams<'_>,
+    local: &LocalLog,
+    listing: Option<&[(String, PathBuf)]>,
+    recovered_later: bool,
+) -> Result<bool> {
     let index_path = with_suffix(&crate::file_names::offset_index_file(dir, base), suffix);
     let time_index_path = with_suffix(&crate::file_names::time_index_file(dir, base), suffix);
-    let time_index_new = !time_index_path.exists();
-    let index_problem = if params.read_only {
+    let exists = |path: &Path| match listing {
+        Some(files) => {
+            let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+            files.binary_search_by(|(n, _)| n.as_str().cmp(&name)).is_ok()
+        }
+        None => path.exists(),
+    };
+    let time_index_new = !exists(&time_index_path);
+    let index_problem = if params.read_only || recovered_later {
         None
+    } else if !exists(&index_path) {
+        Some(IndexProblem::Missing)
     } else {
-        offset_index_problem(&index_path).or_else(|| time_index_problem(&time_index_path))
+        offset_index_problem(&index_path)
+            .or_else(|| (!time_index_new).then(|| time_index_problem(&time_index_path)).flatten())
     };
     let mut segment =
         LogSegment::open(dir, base, params.config, local.clock().clone(), suffix, false, params.read_only)?;
+    let txn_missing = listing.is_some() && !exists(&segment.txn_index_path());
+    if txn_missing {
+        segment.txn_index_known_missing();
+    }
     // Kafka's LogSegment.sanityCheck also checks the .txnindex: a damaged one is rebuilt by
     // recovering the segment.
     let index_problem = match index_problem {
-        None if !params.read_only => match segment.sanity_check_txn_index() {
+        None if !params.read_only && !recovered_later && !txn_missing => match segment.sanity_check_txn_index() {
             Err(e @ Error::CorruptIndex { .. }) => Some(IndexProblem::Corrupt(e.to_string())),
             other => other.map(|()| None)?,
         },
@@ -378,7 +413,7 @@ fn open_segment(dir: &Path, base: i64, suffix: &str, params: &LoadParams<'_>, lo
         }
         true
     } else {
-        if time_index_new && !params.read_only {
+        if time_index_new && !params.read_only && !recovered_later {
             log::info!(
                 "Could not find time index file {}; it starts empty (timestamp lookups scan the segment)",
                 time_index_path.display()
@@ -409,7 +444,11 @@ fn offset_index_problem(path: &Path) -> Option<IndexProblem> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(IndexProblem::Missing),
         Err(e) => return Some(IndexProblem::Corrupt(format!("index file {} cannot be opened ({e})", path.display()))),
     };
-    let len = file.metadata().map_or(1, |m| m.len());
+    // A small index (most are) is read whole: its length without a `stat`.
+    let mut head = [0u8; 4096];
+    // (A read error falls back to the `stat` and the read of the last entry.)
+    let read = crate::util::file::read_prefix(&file, &mut head).unwrap_or(head.len());
+    let len = if read < head.len() { read as u64 } else { file.metadata().map_or(1, |m| m.len()) };
     if len % 8 != 0 {
         return Some(IndexProblem::Corrupt(format!(
             "index file {} has a length of {len} bytes, which is not a multiple of the 8-byte entry size",
@@ -417,7 +456,15 @@ fn offset_index_problem(path: &Path) -> Option<IndexProblem> {
         )));
     }
     let mut last = [0u8; 8];
-    if len >= 8 && file.read_exact_at(&mut last, len - 8).is_ok() {
+    let have_last = match len {
+        0 => false,
+        _ if read < head.len() => {
+            last.copy_from_slice(&head[read - 8..read]);
+            true
+        }
+        _ => file.read_exact_at(&mut last, len - 8).is_ok(),
+    };
+    if have_last {
         let relative = i32::from_be_bytes([last[0], last[1], last[2], last[3]]);
         let position = i32::from_be_bytes([last[4], last[5], last[6], last[7]]);
         if relative < 0 || position < 0 {
@@ -443,193 +490,6 @@ fn time_index_problem(path: &Path) -> Option<IndexProblem> {
     })
 }
 
-/// Recovers one segment (Kafka's `recoverSegment`): offsets that go backwards leave it empty
-/// rather than the log unopenable, and offsets too far from the base for one segment (logs
-/// written before KAFKA-6264) split it. Returns the bytes truncated.
-fn recover_or_split(
-    segment: &Arc<LogSegment>,
-    params: &LoadParams<'_>,
-    local: &LocalLog,
-    result: &mut LoadResult,
-    write: IndexWrite,
-    carry: &mut Option<ProducerStateManager>,
-) -> Result<u64> {
-    // A split replaces the segment with parts in [its base, the next segment's base).
-    let next_base = local.segments().higher_segment(segment.base_offset()).map_or(i64::MAX, |s| s.base_offset());
-    let outcome = match recover_segment(segment, params, local, write, carry) {
-        Err(Error::OffsetOverflow { offset, .. }) => {
-            log::warn!(
-                "Caught segment overflow error: offset {offset} does not fit log segment {} (a log written \
-                 before KAFKA-6264). Split segment and retry.",
-                segment.path().display()
-            );
-            result.segments_split += 1;
-            super::splitter::split_overflowed_segment(segment, params.config, local)
-        }
-        other => other,
-    };
-    let truncated = match outcome {
-        Err(Error::InvalidOffset { reason }) => {
-            let size = segment.size();
-            log::warn!(
-                "Found invalid offset during recovery of log segment {}: {reason}. Deleting the corrupt segment \
-                 and creating an empty one with starting offset {} ({size} bytes discarded from byte offset 0)",
-                segment.path().display(),
-                segment.base_offset()
-            );
-            segment.truncate_to(segment.base_offset())?
-        }
-        other => other?,
-    };
-    result.segments_recovered += 1;
-    result.bytes_truncated += truncated;
-    if let Some(cache) = params.leader_epoch_cache {
-        for part in local.segments().values_range(segment.base_offset(), next_base) {
-            assign_recovered_epochs(&part, cache)?;
-        }
-    }
-    Ok(truncated)
-}
-
-/// Recovers one segment (Kafka's `LogLoader.recoverSegment`): with producer state, a fresh
-/// manager is rebuilt up to the segment's base offset (from the latest snapshot below it), the
-/// segment's batches are replayed into it as they are validated, rebuilding the `.txnindex`,
-/// and a snapshot is taken at the segment's end so the next recovery need not replay it again.
-///
-/// `carry` holds the manager the previous segment's recovery left (the loader recovers the
-/// segments past the recovery point in order): when it ends at this segment's base with its
-/// snapshot there, it stands in for the fresh one, reloaded in memory from that snapshot's
-/// encoding (`reload_from_own_snapshot`) instead of listing the directory and reading the file
-/// back; the state and the snapshots written are the same. The snapshot is not fsynced (Kafka
-/// fsyncs it): it only saves replaying, a crash that damages it makes the next load delete it
-/// and replay from an older one, and an fsync per segment would bound recovery to the disk's
-/// fsync rate.
-fn recover_segment(
-    segment: &LogSegment,
-    params: &LoadParams<'_>,
-    local: &LocalLog,
-    write: IndexWrite,
-    carry: &mut Option<ProducerStateManager>,
-) -> Result<u64> {
-    let Some(setup) = params.producer_state.filter(|_| !params.read_only) else { return segment.recover() };
-    let clock = local.clock().clone();
-    let now = clock.milliseconds();
-    let mut carried = carry.take().filter(|psm| psm.map_end_offset() == segment.base_offset());
-    if let Some(psm) = carried.as_mut() {
-        if !psm.reload_from_own_snapshot(now)? {
-            carried = None;
-        }
-    }
-    let mut psm = match carried {
-        Some(psm) => psm,
-        None => ProducerStateManager::new(
-            setup.topic_partition.clone(),
-            local.dir(),
-            setup.max_transaction_timeout_ms,
-            setup.config,
-            clock.clone(),
-        )?,
-    };
-    let rebuild = RebuildParams {
-        log_start_offset: params.log_start_offset.unwrap_or(0),
-        last_offset: segment.base_offset(),
-        reload_from_clean_shutdown: false,
-        read_only: false,
-        now,
-    };
-    rebuild_producer_state(&mut psm, local.segments(), &rebuild)?;
-    let truncated = segment.recover_rebuilding_txn_index(
-        &mut |batch: &AnyBatch<'_>| {
-            let AnyBatch::V2(batch) = batch else { return Ok(None) };
-            let mut aborted = None;
-            psm.update_from_recovered_batch(batch, |txn, lso| {
-                if txn.is_aborted {
-                    aborted = Some(AbortedTxn::new(txn.producer_id, txn.first_offset, txn.last_offset, lso));
-                }
-                Ok(())
-            })?;
-            Ok(aborted)
-        },
-        write,
-    )?;
-    psm.take_snapshot(false)?;
-    *carry = Some(psm);
-    Ok(truncated)
-}
-
-/// What `LogSegment.recover` does to the leader epoch cache: each v2 batch with an epoch above
-/// the cache's latest (or any epoch, when the cache is empty) starts that epoch. Read from the
-/// headers of the segment just recovered (their CRCs were checked by the recovery).
-fn assign_recovered_epochs(segment: &LogSegment, cache: &LeaderEpochFileCache) -> Result<()> {
-    let log = segment.log();
-    log.for_each_header(0, log.size(), |h| {
-        let epoch = h.partition_leader_epoch;
-        if h.magic >= 2 && epoch >= 0 && cache.latest_epoch().is_none_or(|latest| epoch > latest) {
-            cache.assign(epoch, h.base_offset)?;
-        }
-        Ok(true)
-    })?;
-    Ok(())
-}
-
-/// Step 4 (Kafka's `recoverLog` after an unclean shutdown): recovers the segments from the one
-/// holding `recovery_point` on. Bytes cut from one segment mean the later ones hold data that
-/// no longer follows on: they are deleted. The parts a split makes of a segment are not
-/// "later" ones: only segments at or above the next segment's base offset go. Segments just
-/// recovered for a missing index (`already`) are not recovered twice (Kafka does recover them
-/// again, finding nothing more to cut).
-fn recover_unflushed(
-    dir: &Path,
-    recovery_point: i64,
-    already: &[i64],
-    params: &LoadParams<'_>,
-    local: &LocalLog,
-    result: &mut LoadResult,
-) -> Result<()> {
-    let from = local.segments().floor_segment(recovery_point).map_or(i64::MIN, |s| s.base_offset());
-    let mut pending: std::collections::VecDeque<_> = local.segments().values_range(from, i64::MAX).into();
-    let total = pending.len();
-    // The producer state each recovery leaves, for the next segment's (`recover_segment`).
-    let mut carry = None;
-    while let Some(segment) = pending.pop_front() {
-        if let Some(progress) = params.progress {
-            progress(pending.len() + 1);
-        }
-        if already.contains(&segment.base_offset()) {
-            continue;
-        }
-        log::info!(
-            "Recovering unflushed segment {}. {}/{total} segments recovered for {}.",
-            segment.base_offset(),
-            total - pending.len() - 1,
-            dir.display()
-        );
-        let next_base = pending.front().map_or(i64::MAX, |s| s.base_offset());
-        // At or past the recovery point: a crash before the next flush recovers it again.
-        if recover_or_split(&segment, params, local, result, IndexWrite::InPlace, &mut carry)? > 0 {
-            let doomed = local.segments().values_range(next_base, i64::MAX);
-            if !doomed.is_empty() {
-                log::warn!(
-                    "Corruption found in segment {} of {}, truncating to offset {}: deleting the {} segments after \
-                     it, {}",
-                    segment.base_offset(),
-                    dir.display(),
-                    segment.read_next_offset().unwrap_or(segment.base_offset()),
-                    doomed.len(),
-                    describe_segments(&doomed)
-                );
-                result.segments_deleted += doomed.len();
-                local.remove_and_delete_segments(&doomed, params.config)?;
-            }
-            break;
-        }
-    }
-    if let Some(progress) = params.progress {
-        progress(0);
-    }
-    Ok(())
-}
-
 /// Step 5: the log end, the log start rules, an empty log's first segment, stray snapshots,
 /// and full-size indexes for the active segment.
 fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut LoadResult) -> Result<()> {
@@ -644,7 +504,7 @@ fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut Lo
                     "{} ends in an incomplete batch although the log was shut down cleanly; recovering it",
                     active.path().display()
                 );
-                recover_or_split(&active, params, local, result, IndexWrite::Atomic, &mut None)?;
+                recover_alone(&active, params, local, result)?;
                 let active = local.segments().last_segment().unwrap_or(active);
                 active.read_next_offset_and_end()?
             }

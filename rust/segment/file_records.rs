@@ -73,6 +73,9 @@ pub struct FileRecords {
     writable: bool,
     /// Whether a read already warned of this file's torn tail (once per open file).
     torn_tail_reported: AtomicBool,
+    /// The file may be longer than `size` (it was preallocated and not trimmed since): only
+    /// then does a truncation to the current size need the file's length.
+    maybe_longer: AtomicBool,
 }
 
 impl FileRecords {
@@ -89,6 +92,7 @@ impl FileRecords {
         .map_err(|e| Error::io(&path, "open", e))?;
         let len = file.metadata().map_err(|e| Error::io(&path, "stat", e))?.len();
         let mut size = len;
+        let preallocated = matches!((writable, len, preallocate_bytes), (true, 0, Some(_)));
         if let (true, 0, Some(bytes)) = (writable, len, preallocate_bytes) {
             check(&path, FaultOp::Truncate)
                 .and_then(|()| file.set_len(bytes))
@@ -101,6 +105,7 @@ impl FileRecords {
             size: AtomicU64::new(size),
             writable,
             torn_tail_reported: AtomicBool::new(false),
+            maybe_longer: AtomicBool::new(preallocated),
         })
     }
 
@@ -205,6 +210,11 @@ impl FileRecords {
         }
         if !self.writable {
             return Err(Error::ReadOnly { path: self.path() });
+        }
+        // Appends write the file before they publish the size, so it is no longer than `size`
+        // unless preallocated: nothing to cut (recovery of an intact segment, no `stat`).
+        if target == size && !self.maybe_longer.load(Ordering::Acquire) {
+            return Ok(0);
         }
         let len = self.file_len()?;
         if target < len {
@@ -367,7 +377,8 @@ impl FileRecords {
 
     /// Visits every complete batch from `start` to `end`, loading bodies in large chunks, until
     /// `f` returns false. Errors from the batch framing name this file and the position. The
-    /// scan stops (without error) at a torn tail; `ScanEnd` tells where.
+    /// scan stops (without error) at a torn tail; `ScanEnd` tells where. `buf` is scratch space
+    /// (its contents afterwards are unspecified); a caller scanning many files reuses one.
     pub fn for_each_batch<F>(&self, start: u64, end: u64, buf: &mut Vec<u8>, mut f: F) -> Result<ScanEnd>
     where
         F: FnMut(u64, AnyBatch<'_>) -> Result<bool>,
@@ -376,8 +387,12 @@ impl FileRecords {
         let mut chunk = SCAN_CHUNK;
         while pos < end {
             let want = ((end - pos) as usize).min(chunk);
-            buf.clear();
-            let n = self.read_into(pos, want, buf)?;
+            // `buf` is scratch: grown (zeroed) only when too short, never zeroed again, so a
+            // buffer reused from scan to scan costs no fill.
+            if buf.len() < want {
+                buf.resize(want, 0);
+            }
+            let n = self.read_at(pos, &mut buf[..want])?;
             if n == 0 {
                 break;
             }

@@ -522,7 +522,7 @@ impl LogSegment {
         let mut max = TimestampOffset { timestamp: -1, offset: -1 };
         let mut count: u64 = 0;
         let mut first_ts = None;
-        let mut buf = Vec::new();
+        let mut buf = SCAN_BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()));
         // Why the valid prefix ends where it does, for the warning.
         let mut invalid: Option<String> = None;
         let scan = self.log.for_each_batch(0, self.log.size(), &mut buf, |pos, batch| {
@@ -553,6 +553,9 @@ impl LogSegment {
             }
             Ok(true)
         });
+        if buf.capacity() <= MAX_KEPT_SCAN_BUFFER {
+            SCAN_BUFFER.with(|b| *b.borrow_mut() = buf);
+        }
         match scan {
             // Framing errors (a size below the minimum, an unknown magic) end the valid prefix.
             Err(e @ Error::CorruptRecord { .. }) => invalid = Some(e.to_string()),
@@ -804,8 +807,8 @@ impl LogSegment {
 
     /// Resizes both indexes (the active segment gets full-size indexes again).
     pub fn resize_indexes(&self, size: usize) -> Result<()> {
-        self.offset_index.get_mut()?.resize(size)?;
-        self.time_index.get_mut()?.resize(size)?;
+        self.offset_index.resize(size)?;
+        self.time_index.resize(size)?;
         Ok(())
     }
 
@@ -881,6 +884,15 @@ impl LogSegment {
         Ok(())
     }
 }
+
+thread_local! {
+    /// The read buffer of the last segment recovery on this thread, reused by the next (a
+    /// loader thread recovers segment after segment): no allocation, fill or `munmap` each.
+    static SCAN_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The largest scan buffer a thread keeps between recoveries.
+const MAX_KEPT_SCAN_BUFFER: usize = 16 << 20;
 
 /// How recovery writes the index files it rebuilt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -70,6 +70,41 @@ pub fn write_file_in_place(path: &Path, contents: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Whether `path` holds exactly `expected`: one open and one read of `expected.len() + 1`
+/// bytes (no `stat`), so a longer file is told apart too (a read of a regular file returns
+/// fewer bytes than asked only at its end). Lets a rebuild leave a file whose bytes it would
+/// only write again: nothing is dirtied, and no replaced inode is freed (on a file system
+/// mounted with `discard`, freeing a file's blocks waits for a discard request). A missing or
+/// unreadable file is not a match (the caller's write then reports any error). Reads are not
+/// fault-injected: the seam covers the write that follows a mismatch.
+#[must_use]
+pub fn file_has_contents(path: &Path, expected: &[u8]) -> bool {
+    let Ok(file) = File::open(path) else { return false };
+    let mut buf = vec![0u8; expected.len() + 1];
+    matches!(read_prefix(&file, &mut buf), Ok(n) if n == expected.len() && buf[..n] == *expected)
+}
+
+/// Reads the start of `file` into `buf`; returns the bytes read, fewer than `buf.len()` only
+/// when the file is that short (a read of a regular file returns fewer bytes than asked only
+/// at its end, so no further call is made to see it return 0).
+///
+/// # Errors
+/// The read's error.
+pub fn read_prefix(file: &File, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], done as u64) {
+            Ok(0) => break,
+            Ok(n) if done + n < buf.len() => return Ok(done + n),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
 /// Fsyncs `path` if it exists (Kafka's `Utils.flushFileIfExists`).
 pub fn fsync_file_if_exists(path: &Path) -> Result<()> {
     let f = match File::open(path) {
@@ -320,5 +355,30 @@ mod name_max_tests {
         assert!((14..=4096).contains(&limit), "{limit}");
         assert_eq!(name_max(&tmp.path().join("missing/deeper")), limit, "a missing dir asks its ancestor");
         assert_eq!(name_max(Path::new("relative-missing-dir")), name_max(Path::new(".")));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_has_contents;
+
+    /// Only the same bytes at the same length match: a longer or shorter file, one byte
+    /// different, or no file at all do not.
+    #[test]
+    fn file_has_contents_matches_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        assert!(!file_has_contents(&path, b""), "missing");
+        std::fs::write(&path, b"").unwrap();
+        assert!(file_has_contents(&path, b""));
+        std::fs::write(&path, b"abcd").unwrap();
+        assert!(file_has_contents(&path, b"abcd"));
+        assert!(!file_has_contents(&path, b"abc"), "longer file");
+        assert!(!file_has_contents(&path, b"abcde"), "shorter file");
+        assert!(!file_has_contents(&path, b"abce"), "other byte");
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &big).unwrap();
+        assert!(file_has_contents(&path, &big));
+        assert!(!file_has_contents(&path, &big[..big.len() - 1]));
     }
 }

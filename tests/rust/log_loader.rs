@@ -655,3 +655,66 @@ fn recovery_reports_progress() {
     open_with(&fx, &cfg, options);
     assert!(heard.lock().unwrap().is_empty(), "nothing to recover after a clean shutdown");
 }
+
+/// The files a crash recovery would only write again with the same bytes are left as they are
+/// (no write, no replaced inode), and the same set of files with Kafka's bytes remains: an
+/// index with a damaged byte is still rewritten, a snapshot with other content is replaced, a
+/// snapshot past the first recovered segment that no segment end rewrites is deleted (Kafka's
+/// first `truncateAndReload` deletes every snapshot past it).
+#[test]
+fn crash_recovery_keeps_identical_files_and_rewrites_the_others() {
+    use std::os::unix::fs::MetadataExt;
+    let fx = Fixture::new();
+    let cfg = dense_config();
+    write_log(&fx, &cfg, 4);
+    let path = |base: i64, suffix: &str| fx.dir.join(segment_file_name(base, suffix));
+    let kept: Vec<PathBuf> = [0, 5, 10]
+        .iter()
+        .flat_map(|&b| [path(b, ".index"), path(b, ".timeindex")])
+        .chain([5, 10, 15, 20].iter().map(|&o| path(o, ".snapshot")))
+        .collect();
+    let before: Vec<(Vec<u8>, u64)> =
+        kept.iter().map(|p| (std::fs::read(p).unwrap(), std::fs::metadata(p).unwrap().ino())).collect();
+    let (damaged_index, other_snapshot, stray) = (path(5, ".index"), path(10, ".snapshot"), path(12, ".snapshot"));
+    flip_byte(&damaged_index, 7);
+    std::fs::write(&other_snapshot, b"not this snapshot").unwrap();
+    std::fs::write(&stray, &before[7].0).unwrap();
+    crate::common::backdate_files(&fx.dir);
+    let stamps: Vec<std::time::SystemTime> =
+        kept.iter().map(|p| std::fs::metadata(p).unwrap().modified().unwrap()).collect();
+
+    let log = open_with(&fx, &cfg, LogOpenOptions { recovery_point: Some(0), ..fx.options() });
+    assert_eq!(log.load_result().segments_recovered, 4);
+    for (i, p) in kept.iter().enumerate() {
+        assert_eq!(std::fs::read(p).unwrap(), before[i].0, "{} holds the rebuilt bytes", p.display());
+        let meta = std::fs::metadata(p).unwrap();
+        if *p == damaged_index || *p == other_snapshot {
+            assert_ne!(meta.modified().unwrap(), stamps[i], "{} is rewritten", p.display());
+        } else {
+            assert_eq!((meta.ino(), meta.modified().unwrap()), (before[i].1, stamps[i]), "{} is kept", p.display());
+        }
+    }
+    assert!(!stray.exists(), "a snapshot no segment end rewrites is deleted");
+    assert_eq!(files_with_suffix(&fx.dir, ".snapshot").len(), 4, "{:?}", file_names(&fx.dir));
+    assert_no_temp_files(&fx.dir);
+    assert_lookups(&log, 0..20);
+}
+
+/// A recovery that truncates a segment deletes the deferred snapshots past the new log end
+/// with the later segments, and the snapshot at the truncated segment's end is written.
+#[test]
+fn crash_recovery_truncation_drops_the_deferred_snapshots_past_it() {
+    let fx = Fixture::new();
+    let cfg = dense_config();
+    write_log(&fx, &cfg, 4);
+    let log_file = fx.dir.join(segment_file_name(5, ".log"));
+    let size = file_len(&log_file);
+    flip_byte(&log_file, size - 3);
+    let log = open_with(&fx, &cfg, LogOpenOptions { recovery_point: Some(0), ..fx.options() });
+    assert_eq!(log.log_end_offset(), 9);
+    assert_eq!(
+        files_with_suffix(&fx.dir, ".snapshot"),
+        vec![segment_file_name(5, ".snapshot"), segment_file_name(9, ".snapshot")]
+    );
+    assert_no_swap_files(&fx.dir);
+}

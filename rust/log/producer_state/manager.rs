@@ -10,8 +10,7 @@ use super::append_info::ProducerAppendInfo;
 use super::entry::ProducerStateEntry;
 use super::manager_config::ProducerStateManagerConfig;
 use super::snapshot::{
-    decode_snapshot, delete_leftover_tmp_snapshots, encode_snapshot, list_snapshot_files, read_snapshot,
-    write_snapshot, SnapshotFile,
+    decode_snapshot, encode_snapshot, list_snapshot_files, read_snapshot, scan_snapshot_files, SnapshotFile,
 };
 use super::txn_metadata::{CompletedTxn, LogOffsetMetadata, TxnMetadata};
 use super::verification::VerificationStateEntry;
@@ -20,6 +19,7 @@ use crate::file_names::{producer_snapshot_file, TopicPartition};
 use crate::log::log_validator::AppendOrigin;
 use crate::record::batch::NO_PRODUCER_ID;
 use crate::util::clock::Clock;
+use crate::util::file::{file_has_contents, replace_file};
 
 /// How much later than `transaction.max.timeout.ms` an open transaction counts as late
 /// (Kafka's `ProducerStateManager.LATE_TRANSACTION_BUFFER_MS`, 5 minutes).
@@ -61,6 +61,9 @@ pub struct ProducerStateManager {
     snapshots: BTreeMap<i64, SnapshotFile>,
     last_map_offset: i64,
     last_snap_offset: i64,
+    /// While a recovery defers them ([`Self::defer_snapshot_deletions`]): the snapshots past
+    /// the log end that [`Self::truncate_and_reload`] would have deleted, still on disk.
+    deferred_deletions: Option<BTreeMap<i64, SnapshotFile>>,
 }
 
 impl ProducerStateManager {
@@ -73,7 +76,21 @@ impl ProducerStateManager {
         config: ProducerStateManagerConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Self> {
-        Ok(ProducerStateManager {
+        let mut psm = Self::new_unlisted(topic_partition, log_dir, max_transaction_timeout_ms, config, clock);
+        psm.snapshots = load_snapshots(log_dir)?;
+        Ok(psm)
+    }
+
+    /// [`Self::new`] without listing the snapshots, for a caller whose next step lists them
+    /// ([`Self::remove_stray_snapshots`]): one directory read instead of two.
+    pub fn new_unlisted(
+        topic_partition: TopicPartition,
+        log_dir: &Path,
+        max_transaction_timeout_ms: i32,
+        config: ProducerStateManagerConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        ProducerStateManager {
             topic_partition: Arc::new(topic_partition),
             log_dir: log_dir.to_path_buf(),
             max_transaction_timeout_ms,
@@ -84,10 +101,11 @@ impl ProducerStateManager {
             ongoing_txns: BTreeMap::new(),
             unreplicated_txns: BTreeMap::new(),
             oldest_txn_last_timestamp: -1,
-            snapshots: load_snapshots(log_dir)?,
+            snapshots: BTreeMap::new(),
             last_map_offset: 0,
             last_snap_offset: 0,
-        })
+            deferred_deletions: None,
+        }
     }
 
     /// The partition.
@@ -160,9 +178,9 @@ impl ProducerStateManager {
     /// except the largest such one when it is at or past the largest base offset (the one a
     /// clean shutdown wrote at the log end). Left-over `.snapshot.tmp` files go too.
     pub fn remove_stray_snapshots(&mut self, segment_base_offsets: &[i64]) -> Result<()> {
-        delete_leftover_tmp_snapshots(&self.log_dir)?;
         let max_base = segment_base_offsets.iter().copied().max();
-        let mut snapshots = load_snapshots(&self.log_dir)?;
+        let mut snapshots: BTreeMap<i64, SnapshotFile> =
+            scan_snapshot_files(&self.log_dir, true)?.into_iter().map(|s| (s.offset, s)).collect();
         let strays: Vec<i64> = snapshots.keys().copied().filter(|o| !segment_base_offsets.contains(o)).collect();
         if let Some((&latest, older)) = strays.split_last() {
             for offset in older {
@@ -305,7 +323,11 @@ impl ProducerStateManager {
         let out_of_range: Vec<i64> =
             self.snapshots.keys().copied().filter(|&o| o > log_end_offset || o <= log_start_offset).collect();
         for offset in out_of_range {
-            self.remove_and_delete_snapshot(offset)?;
+            match (&mut self.deferred_deletions, self.snapshots.remove(&offset)) {
+                (Some(deferred), Some(s)) if offset > log_end_offset => drop(deferred.insert(offset, s)),
+                (_, Some(s)) => drop(s.delete_if_exists()?),
+                (_, None) => {}
+            }
         }
         if log_end_offset == self.map_end_offset() {
             self.on_log_start_offset_incremented(log_start_offset);
@@ -382,7 +404,10 @@ impl ProducerStateManager {
         let start = self.clock.nanoseconds();
         let mut entries: Vec<&ProducerStateEntry> = self.producers.values().collect();
         entries.sort_unstable_by_key(|e| e.producer_id());
-        write_snapshot(&path, entries.into_iter(), sync)?;
+        let bytes = encode_snapshot(entries.into_iter());
+        if !self.keep_deferred_snapshot(offset, &bytes)? {
+            replace_file(&path, &bytes, sync)?;
+        }
         log::info!(
             "[ProducerStateManager partition={}] Wrote producer snapshot at offset {offset} with {} producer ids in {} ms.",
             self.topic_partition,
@@ -425,6 +450,52 @@ impl ProducerStateManager {
         }
         self.update_oldest_txn_timestamp();
         Ok(true)
+    }
+
+    /// Starts deferring what [`Self::truncate_and_reload`] deletes past the log end, for the
+    /// loader's segment-by-segment recovery (Kafka's `LogLoader.recoverSegment`, whose first
+    /// rebuild deletes every snapshot past the first recovered segment, then takes one at each
+    /// segment's end). `already`: the snapshots an earlier manager of the same recovery
+    /// deferred (forgotten here if listed). A deferred snapshot stays on disk until
+    /// [`Self::take_snapshot`] reaches its offset: one holding exactly the bytes it would write
+    /// is kept instead of deleted and written again, any other is replaced; those it passes
+    /// over, and all left at [`Self::finish_deferred_deletions`], are deleted. The files left are
+    /// Kafka's, with Kafka's bytes.
+    pub fn defer_snapshot_deletions(&mut self, already: BTreeMap<i64, SnapshotFile>) {
+        for offset in already.keys() {
+            self.snapshots.remove(offset);
+        }
+        self.deferred_deletions = Some(already);
+    }
+
+    /// Deletes the snapshots still deferred and stops deferring; returns those a later manager
+    /// of the same recovery should defer instead when `hand_over` (nothing is deleted then).
+    ///
+    /// # Errors
+    /// `Io` if a deletion fails.
+    pub fn finish_deferred_deletions(&mut self, hand_over: bool) -> Result<BTreeMap<i64, SnapshotFile>> {
+        let deferred = self.deferred_deletions.take().unwrap_or_default();
+        if hand_over {
+            return Ok(deferred);
+        }
+        for s in deferred.values() {
+            s.delete_if_exists()?;
+        }
+        Ok(BTreeMap::new())
+    }
+
+    /// For [`Self::take_snapshot`] at `offset` while deletions are deferred: deletes the
+    /// deferred snapshots below `offset` (nothing will write them again), and says whether the
+    /// one at `offset` holds exactly `bytes` and is kept (it is then no longer deferred).
+    fn keep_deferred_snapshot(&mut self, offset: i64, bytes: &[u8]) -> Result<bool> {
+        let Some(deferred) = self.deferred_deletions.as_mut() else { return Ok(false) };
+        let passed: Vec<i64> = deferred.range(..offset).map(|(&o, _)| o).collect();
+        for o in passed {
+            if let Some(s) = deferred.remove(&o) {
+                s.delete_if_exists()?;
+            }
+        }
+        Ok(deferred.remove(&offset).is_some_and(|s| file_has_contents(s.file(), bytes)))
     }
 
     /// Fsyncs the snapshot at `offset`, if it exists (`UnifiedLog.flushProducerStateSnapshot`).

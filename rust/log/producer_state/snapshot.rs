@@ -187,18 +187,34 @@ pub fn write_snapshot<'a>(
 /// The snapshot files in `dir`, in no order (`listSnapshotFiles`): regular files named
 /// `<offset>.snapshot`. A missing directory has none.
 pub fn list_snapshot_files(dir: &Path) -> Result<Vec<SnapshotFile>> {
+    scan_snapshot_files(dir, false)
+}
+
+/// Deletes the `<offset>.snapshot.tmp` files a crash during [`write_snapshot`] may leave.
+pub fn delete_leftover_tmp_snapshots(dir: &Path) -> Result<()> {
+    scan_snapshot_files(dir, true).map(drop)
+}
+
+/// [`list_snapshot_files`], deleting the `<offset>.snapshot.tmp` files of the same listing
+/// when `delete_tmp` ([`delete_leftover_tmp_snapshots`]): one directory read for both.
+pub fn scan_snapshot_files(dir: &Path, delete_tmp: bool) -> Result<Vec<SnapshotFile>> {
     let read = match std::fs::read_dir(dir) {
         Ok(read) => read,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Error::io(dir, "list directory", e)),
     };
+    let tmp_suffix = format!("{PRODUCER_SNAPSHOT_FILE_SUFFIX}{}", crate::file_names::TMP_FILE_SUFFIX);
     let mut out = Vec::new();
     for item in read {
         let item = item.map_err(|e| Error::io(dir, "list directory", e))?;
         let name = item.file_name();
-        if !name.to_string_lossy().ends_with(PRODUCER_SNAPSHOT_FILE_SUFFIX)
-            || !item.file_type().is_ok_and(|t| t.is_file())
-        {
+        let name = name.to_string_lossy();
+        if delete_tmp && name.ends_with(&tmp_suffix) && offset_from_file_name(&name).is_some() {
+            log::info!("deleting {}, left by an interrupted producer snapshot", item.path().display());
+            delete_if_exists(&item.path())?;
+            continue;
+        }
+        if !name.ends_with(PRODUCER_SNAPSHOT_FILE_SUFFIX) || !item.file_type().is_ok_and(|t| t.is_file()) {
             continue;
         }
         match SnapshotFile::from_path(item.path()) {
@@ -207,24 +223,4 @@ pub fn list_snapshot_files(dir: &Path) -> Result<Vec<SnapshotFile>> {
         }
     }
     Ok(out)
-}
-
-/// Deletes the `<offset>.snapshot.tmp` files a crash during [`write_snapshot`] may leave.
-pub fn delete_leftover_tmp_snapshots(dir: &Path) -> Result<()> {
-    let read = match std::fs::read_dir(dir) {
-        Ok(read) => read,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(dir, "list directory", e)),
-    };
-    let tmp_suffix = format!("{PRODUCER_SNAPSHOT_FILE_SUFFIX}{}", crate::file_names::TMP_FILE_SUFFIX);
-    for item in read {
-        let item = item.map_err(|e| Error::io(dir, "list directory", e))?;
-        let name = item.file_name();
-        let name = name.to_string_lossy();
-        if name.ends_with(&tmp_suffix) && offset_from_file_name(&name).is_some() {
-            log::info!("deleting {}, left by an interrupted producer snapshot", item.path().display());
-            delete_if_exists(&item.path())?;
-        }
-    }
-    Ok(())
 }

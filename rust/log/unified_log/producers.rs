@@ -247,18 +247,18 @@ pub(super) fn open_producer_state(
     options: &super::LogOpenOptions,
     now: i64,
 ) -> Result<ProducerStateManager> {
-    let mut psm = ProducerStateManager::new(
-        topic_partition.clone(),
-        dir,
-        options.max_transaction_timeout_ms,
-        options.producer_state,
-        options.clock.clone(),
-    )?;
-    if !options.read_only {
+    let (tp, timeout, config, clock) =
+        (topic_partition.clone(), options.max_transaction_timeout_ms, options.producer_state, options.clock.clone());
+    let psm = if options.read_only {
+        ProducerStateManager::new(tp, dir, timeout, config, clock)?
+    } else {
         // Kafka's LogLoader: the segment recoveries' own managers may have deleted or written
         // snapshots; list them again, dropping those without a segment.
+        let mut psm = ProducerStateManager::new_unlisted(tp, dir, timeout, config, clock);
         psm.remove_stray_snapshots(&local.segments().base_offsets())?;
-    }
+        psm
+    };
+    let mut psm = psm;
     let params = RebuildParams {
         log_start_offset: load.log_start_offset,
         last_offset: load.log_end_offset,

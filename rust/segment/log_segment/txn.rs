@@ -20,6 +20,12 @@ impl LogSegment {
         self.txn_index.read()
     }
 
+    /// Records that the segment's `.txnindex` does not exist (the loader listed the directory),
+    /// so recovery and reads find it empty without looking.
+    pub fn txn_index_known_missing(&mut self) {
+        self.txn_index.get_mut().known_missing();
+    }
+
     /// The segment's `.txnindex` path, with the same suffix as its `.log` file (the file exists
     /// only once the segment indexed an aborted transaction, or another writer made it).
     pub fn txn_index_path(&self) -> PathBuf {
