@@ -266,6 +266,8 @@ def test_broker_serves_partition_kafkalog_wrote(kafka_broker, kafka_jars, shutdo
         written = [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple(r.headers)) for r in log.records()]
         assert len(log.segments) > 2
     before = {f.name: f.read_bytes() for f in part.iterdir() if f.suffix in (".log", ".index", ".timeindex")}
+    # The standalone close's own record (kafkalog-clean-close) is in the dir the broker loads.
+    assert (part / "kafkalog-clean-close").exists()
 
     if shutdown == "unclean":
         (broker.log_dir / ".kafka_cleanshutdown").unlink()
