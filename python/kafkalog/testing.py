@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from ._native import _clear_faults, _crash_after, _inject_fault
+from ._native import _clear_faults, _crash_after, _inject_fault, _trace_file_ops
 
-__all__ = ["inject_fault", "clear_faults", "fault", "crash_after", "Seam", "seam_point", "maintenance_seam", "SEAM_TIMEOUT_S"]
+__all__ = ["inject_fault", "clear_faults", "fault", "crash_after", "trace_file_ops", "Seam", "seam_point", "maintenance_seam", "SEAM_TIMEOUT_S"]
 
 
 def inject_fault(path: str | os.PathLike[str], op: str, errno: int, times: int | None = None) -> None:
@@ -43,6 +43,15 @@ def crash_after(path: str | os.PathLike[str], skip: int) -> None:
     if isinstance(skip, bool) or not isinstance(skip, int) or skip < 0:
         raise ValueError(f"crash_after: skip must be an int >= 0, not {skip!r}")
     _crash_after(path, skip)
+
+
+def trace_file_ops(path: str | os.PathLike[str], trace_file: str | os.PathLike[str]) -> None:
+    """For crash tests: appends ``<op> <path>`` to ``trace_file`` for every file operation under
+    ``path`` that goes through (``open``, ``write``, ``fsync``, ``rename``, ``delete``, ``read``,
+    ``truncate``, ``mmap``), in order, one ``write`` per line, just before its system call, until
+    :func:`clear_faults` clears ``path``. After a SIGKILL the trace tells which writes an fsync
+    followed before a checkpoint was renamed into place."""
+    _trace_file_ops(path, trace_file)
 
 
 def clear_faults(path: str | os.PathLike[str] | None = None) -> None:

@@ -24,7 +24,7 @@ use std::io::{self, ErrorKind};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use memmap2::{MmapMut, MmapOptions};
+use memmap2::{Advice, MmapMut, MmapOptions};
 
 use crate::error::{Error, Result};
 use crate::util::fault::{check, FaultOp};
@@ -85,6 +85,14 @@ impl IndexStorage {
                 return Err(e);
             }
             let map = map_whole_file(&file, path)?;
+            // The new file is sparse: a fault's read-around (the device's read-ahead, 8 MiB on
+            // this machine's disk) would fill the page cache with zeros, milliseconds of
+            // memset at the first entry of each index. Entries go in one page at a time and
+            // lookups are binary searches, so the mapping asks for the faulting page only. A
+            // hint: ignored when the kernel refuses it.
+            if let Err(e) = map.advise(Advice::Random) {
+                log::debug!("madvise(MADV_RANDOM) of index {} refused: {e}", path.display());
+            }
             return Ok((IndexStorage::Mapped(map), None));
         }
         let old_len = file.metadata().map_err(|e| Error::io(path, "stat index", e))?.len();

@@ -12,7 +12,10 @@ use parking_lot::Mutex;
 
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::file_names::{CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, SWAP_FILE_SUFFIX};
+use crate::file_names::{
+    log_file, offset_index_file, time_index_file, transaction_index_file, CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX,
+};
 use crate::index::transaction_index::AbortedTxn;
 use crate::segment::log_segment::LogSegment;
 use crate::segment::log_segments::LogSegments;
@@ -106,9 +109,24 @@ impl LocalLog {
             }
             active.on_become_inactive_segment()?;
         }
+        self.delete_leftover_files(new_offset)?;
         let segment = self.create_segment(new_offset, config)?;
         self.segments.add(segment.clone());
         Ok(segment)
+    }
+
+    /// Kafka's roll: files of the new segment's name that are already there (no segment of the
+    /// log holds them) are deleted first, with a warning, so the new segment starts empty.
+    fn delete_leftover_files(&self, base_offset: i64) -> Result<()> {
+        let leftovers = [log_file, offset_index_file, time_index_file, transaction_index_file]
+            .map(|name| name(&self.dir, base_offset))
+            .into_iter()
+            .filter(|p| p.exists());
+        for file in leftovers {
+            log::warn!("newly rolled segment file {} already exists; deleting it first", file.display());
+            crate::util::file::delete_if_exists(&file)?;
+        }
+        Ok(())
     }
 
     /// Creates the files of a new, empty segment (not yet in the map).

@@ -142,11 +142,13 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
     let recovery_point = params.recovery_point.unwrap_or_else(|| bases.last().map_or(0, |(b, _)| *b));
     let unflushed_from = bases.iter().map(|(b, _)| *b).take_while(|b| *b <= recovery_point).last().unwrap_or(i64::MIN);
     let mut needs_recovery = Vec::new();
+    let last_base = bases.last().map(|(base, _)| *base);
     for (base, suffix) in &bases {
         let listing = (!params.read_only).then_some(files.as_slice());
         // Step 4 rebuilds every index of these from the data: nothing to check first.
         let recovered_later = unflushed && *base >= unflushed_from && params.producer_state.is_some();
-        if open_segment(dir, *base, suffix, params, &local, listing, recovered_later)? {
+        let last = Some(*base) == last_base;
+        if open_segment(dir, *base, suffix, last, params, &local, listing, recovered_later)? {
             needs_recovery.push(*base);
         }
     }
@@ -346,9 +348,10 @@ fn read_only_bases(dir: &Path) -> Result<Vec<(i64, &'static str)>> {
 }
 
 /// Step 3, second half: opens one segment and adds it to the log. Returns whether it must be
-/// recovered now: its offset index is missing or implausible. A missing time index comes back
-/// empty (Kafka's `sanityCheck(timeIndexFileNewlyCreated)`), rebuilt only if the segment is
-/// recovered later.
+/// recovered now: its offset index is missing or implausible, or (all but the `last` segment,
+/// whose preallocated indexes a crash leaves untrimmed and which is recovered after one anyway)
+/// an index ends with a tail of zeros. A missing time index comes back empty (Kafka's
+/// `sanityCheck(timeIndexFileNewlyCreated)`), rebuilt only if the segment is recovered later.
 ///
 /// `listing` (a writable load's, sorted by name) tells which index files exist, instead of a
 /// `stat` or a failed open per file. A segment `recovered_later` (step 4 recovers it and
@@ -358,6 +361,7 @@ fn open_segment(
     dir: &Path,
     base: i64,
     suffix: &str,
+    last: bool,
     params: &LoadParams<'_>,
     local: &LocalLog,
     listing: Option<&[(String, PathBuf)]>,
@@ -378,8 +382,8 @@ fn open_segment(
     } else if !exists(&index_path) {
         Some(IndexProblem::Missing)
     } else {
-        offset_index_problem(&index_path)
-            .or_else(|| (!time_index_new).then(|| time_index_problem(&time_index_path)).flatten())
+        offset_index_problem(&index_path, !last)
+            .or_else(|| (!time_index_new).then(|| time_index_problem(&time_index_path, !last)).flatten())
     };
     let mut segment =
         LogSegment::open(dir, base, params.config, local.clock().clone(), suffix, false, params.read_only)?;
@@ -436,8 +440,9 @@ enum IndexProblem {
 
 /// Why an offset index cannot be trusted without recovery, if it cannot: it is missing, its
 /// length is not a whole number of entries, or its last entry holds a negative relative offset
-/// (Kafka's `OffsetIndex.sanityCheck`, done here from two small reads instead of a mapping).
-fn offset_index_problem(path: &Path) -> Option<IndexProblem> {
+/// (Kafka's `OffsetIndex.sanityCheck`, done here from two small reads instead of a mapping), or
+/// (with `trimmed`, for an inactive segment) its last entry is a tail of zeros.
+fn offset_index_problem(path: &Path, trimmed: bool) -> Option<IndexProblem> {
     use std::os::unix::fs::FileExt;
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
@@ -474,20 +479,44 @@ fn offset_index_problem(path: &Path) -> Option<IndexProblem> {
                 path.display()
             )));
         }
+        if trimmed && len >= 16 && last == [0; 8] {
+            return Some(untrimmed(path));
+        }
     }
     None
 }
 
+/// An index whose preallocated tail was never cut: it holds two or more entries and the last
+/// is all zeros, which no valid index ends with (offsets, and timestamps, increase from entry
+/// to entry, so only a first entry can be zero): a segment rolled, then the process died before
+/// the flush that trims its indexes (`segment/log_segment/inactive.rs`). With a recovery point,
+/// such a segment lies above it and is recovered anyway; an open without one (a partition of a
+/// `LogManager`'s dir opened on its own after a crash) recovers only the last segment, so this
+/// check finds the others.
+fn untrimmed(path: &Path) -> IndexProblem {
+    IndexProblem::Corrupt(format!(
+        "index file {} ends with an entry of zeros (a preallocated tail never trimmed)",
+        path.display()
+    ))
+}
+
 /// Why a time index cannot be trusted: its length is not a whole number of 12-byte entries
-/// (a torn write or truncation; Kafka does not check the time index at load).
-fn time_index_problem(path: &Path) -> Option<IndexProblem> {
-    let len = std::fs::metadata(path).ok()?.len();
-    (len % 12 != 0).then(|| {
-        IndexProblem::Corrupt(format!(
+/// (a torn write or truncation), or (with `trimmed`, for an inactive segment) it ends with a
+/// tail of zeros (Kafka's `TimeIndex.sanityCheck` finds that tail as a last timestamp below the
+/// first).
+fn time_index_problem(path: &Path, trimmed: bool) -> Option<IndexProblem> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    if len % 12 != 0 {
+        return Some(IndexProblem::Corrupt(format!(
             "time index file {} has a length of {len} bytes, which is not a multiple of the 12-byte entry size",
             path.display()
-        ))
-    })
+        )));
+    }
+    let mut last = [0u8; 12];
+    (trimmed && len >= 24 && file.read_exact_at(&mut last, len - 12).is_ok() && last == [0; 12])
+        .then(|| untrimmed(path))
 }
 
 /// Step 5: the log end, the log start rules, an empty log's first segment, stray snapshots,

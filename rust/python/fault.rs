@@ -42,3 +42,12 @@ pub fn clear_faults(path_prefix: Option<PathBuf>) {
         None => fault::clear_all(),
     }
 }
+
+/// Appends `<op> <path>` to `trace_file` for every file operation under `path_prefix` that
+/// goes through (`util::fault::trace`), until the rules under it are cleared.
+#[pyfunction]
+#[pyo3(name = "_trace_file_ops")]
+#[allow(clippy::needless_pass_by_value)]
+pub fn trace_file_ops(py: Python<'_>, path_prefix: PathBuf, trace_file: PathBuf) -> PyResult<()> {
+    fault::trace(&path_prefix, &trace_file).map_err(|e| super::errors::to_py_err(py, e))
+}

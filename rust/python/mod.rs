@@ -82,6 +82,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(checkpoints::read_properties, m)?)?;
     m.add_function(wrap_pyfunction!(fault::inject_fault, m)?)?;
     m.add_function(wrap_pyfunction!(fault::crash_after, m)?)?;
+    m.add_function(wrap_pyfunction!(fault::trace_file_ops, m)?)?;
     m.add_function(wrap_pyfunction!(fault::clear_faults, m)?)?;
     m.add_function(wrap_pyfunction!(logging::logging_state, m)?)?;
     m.add_class::<discovery::DiscoveredPartition>()?;

@@ -73,6 +73,7 @@ struct SegmentState {
     record_count: Option<u64>,
 }
 
+mod inactive;
 mod roll;
 mod txn;
 pub use roll::IncomingBatch;
@@ -104,6 +105,9 @@ pub struct LogSegment {
     /// Where a scan last found no complete batch, and what is there (`check_torn_tail`): the
     /// reason the batch is damaged, or `None` for a torn tail.
     torn_tail_verdict: Mutex<Option<(u64, Option<String>)>>,
+    /// The segment became inactive and its indexes are not yet trimmed to their entries (the
+    /// next flush does; `log_segment/inactive.rs`).
+    trim_pending: Mutex<bool>,
 }
 
 impl LogSegment {
@@ -160,6 +164,7 @@ impl LogSegment {
             index_mismatch_reported: AtomicBool::new(false),
             indexes_unsynced: AtomicBool::new(false),
             torn_tail_verdict: Mutex::new(None),
+            trim_pending: Mutex::new(false),
         })
     }
 
@@ -656,18 +661,7 @@ impl LogSegment {
     /// removed. The indexes are resized to full size, as this segment becomes the active one.
     pub fn truncate_to(&self, offset: i64) -> Result<u64> {
         let mapping = if offset <= self.base_offset { None } else { self.translate_offset(offset, 0)? };
-        {
-            let mut oi = self.offset_index.get_mut()?;
-            oi.truncate_to(offset)?;
-            let max = oi.max_index_size();
-            oi.resize(max)?;
-        }
-        {
-            let mut ti = self.time_index.get_mut()?;
-            ti.truncate_to(offset)?;
-            let max = ti.max_index_size();
-            ti.resize(max)?;
-        }
+        self.truncate_indexes(offset)?;
         self.txn_index.write().truncate_to(offset)?;
         // As in Kafka, an empty segment restarts its creation time even when nothing was cut.
         let truncated = match mapping {
@@ -793,69 +787,6 @@ impl LogSegment {
         let meta = std::fs::metadata(&path).map_err(|e| Error::io(&path, "stat", e))?;
         let mtime = meta.modified().map_err(|e| Error::io(&path, "stat", e))?;
         Ok(mtime.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64))
-    }
-
-    /// Called when a newer segment takes over: writes the final time-index entry and trims
-    /// both indexes and a preallocated file to their valid sizes (`onBecomeInactiveSegment`).
-    pub fn on_become_inactive_segment(&self) -> Result<()> {
-        let max = self.max_timestamp_so_far()?;
-        self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, true)?;
-        self.offset_index.get_mut()?.trim_to_valid_size()?;
-        self.time_index.get_mut()?.trim_to_valid_size()?;
-        self.log.trim()
-    }
-
-    /// Resizes both indexes (the active segment gets full-size indexes again).
-    pub fn resize_indexes(&self, size: usize) -> Result<()> {
-        self.offset_index.resize(size)?;
-        self.time_index.resize(size)?;
-        Ok(())
-    }
-
-    /// Fsyncs the data and the indexes.
-    pub fn flush(&self) -> Result<()> {
-        self.txn_index.read().flush()?;
-        self.log.flush()?;
-        if self.indexes_unsynced.swap(false, Ordering::AcqRel) {
-            let synced = crate::util::file::fsync_file_if_exists(&self.offset_index.path())
-                .and_then(|()| crate::util::file::fsync_file_if_exists(&self.time_index.path()));
-            if let Err(e) = synced {
-                self.indexes_unsynced.store(true, Ordering::Release);
-                return Err(e);
-            }
-        }
-        if self.offset_index.is_loaded() {
-            self.offset_index.get()?.flush()?;
-        }
-        if self.time_index.is_loaded() {
-            self.time_index.get()?.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Appends the final time-index entry and trims the files, as on a clean close.
-    pub fn close(&self) -> Result<()> {
-        if self.read_only {
-            return Ok(());
-        }
-        // Only a segment whose max timestamp is known (it was appended to or read) gets the
-        // final entry; closing never maps the time index of an untouched segment.
-        if self.state.lock().max_timestamp_so_far.is_some() {
-            let max = self.max_timestamp_so_far()?;
-            self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, true)?;
-        }
-        if self.offset_index.is_loaded() {
-            self.offset_index.get_mut()?.trim_to_valid_size()?;
-        } else {
-            self.offset_index.create_empty_if_missing()?;
-        }
-        if self.time_index.is_loaded() {
-            self.time_index.get_mut()?.trim_to_valid_size()?;
-        } else {
-            self.time_index.create_empty_if_missing()?;
-        }
-        self.txn_index.write().close();
-        self.log.trim()
     }
 
     /// Renames every file from `old_suffix` to `new_suffix` (`changeFileSuffixes`).

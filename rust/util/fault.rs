@@ -18,6 +18,12 @@
 //! not a system call, and are not guarded; the mapping itself ([`FaultOp::Mmap`]) and its
 //! `msync` ([`FaultOp::Fsync`]) are.
 //!
+//! For crash tests, [`trace`] also writes every file operation under a prefix that goes through
+//! (one line each, `<op> <path>`, in the order of the `check` calls) to a trace file, so a test
+//! can see after a SIGKILL which writes were followed by an fsync before a checkpoint named
+//! their offsets. A line is written just before its system call and only if no rule failed or
+//! crashed it.
+//!
 //! Thread-safety: the rule list is process-global and guarded by a mutex; every function here
 //! may be called from any thread. A rule installed by one thread is seen by another thread's
 //! next `check` once the two have synchronised (the relaxed fast path may miss a rule installed
@@ -120,10 +126,12 @@ static RULES: Mutex<Vec<Rule>> = Mutex::new(Vec::new());
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Removes the rules `keep` refuses, keeping [`ACTIVE`] in step. Callers hold the lock.
+/// Removes the rules `keep` refuses, keeping [`ACTIVE`] in step (the rules, and one for a
+/// trace). Callers hold the lock.
 fn retain(rules: &mut Vec<Rule>, keep: impl FnMut(&Rule) -> bool) {
     rules.retain(keep);
-    ACTIVE.store(rules.len(), Ordering::Relaxed);
+    let traced = usize::from(TRACE.lock().is_some());
+    ACTIVE.store(rules.len() + traced, Ordering::Relaxed);
 }
 
 /// An installed rule. Dropping the handle removes the rule (if it has not already run out);
@@ -163,7 +171,7 @@ pub fn inject(path_prefix: &Path, op: FaultOp, errno: i32, times: Option<u64>) -
             action: Action::Fail { op, errno },
             remaining: times,
         });
-        ACTIVE.store(rules.len(), Ordering::Relaxed);
+        retain(&mut rules, |_| true);
     }
     FaultHandle { id }
 }
@@ -177,18 +185,59 @@ pub fn crash_after(path_prefix: &Path, skip: u64) -> FaultHandle {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let mut rules = RULES.lock();
     rules.push(Rule { id, prefix: path_prefix.to_path_buf(), action: Action::Crash { skip }, remaining: None });
-    ACTIVE.store(rules.len(), Ordering::Relaxed);
+    retain(&mut rules, |_| true);
     FaultHandle { id }
 }
 
-/// Removes every rule whose prefix lies under `path_prefix` (or equals it).
+/// Removes every rule (and the trace) whose prefix lies under `path_prefix` (or equals it).
 pub fn clear_under(path_prefix: &Path) {
-    retain(&mut RULES.lock(), |r| !r.prefix.starts_with(path_prefix));
+    let mut rules = RULES.lock();
+    let mut trace = TRACE.lock();
+    if trace.as_ref().is_some_and(|(prefix, _)| prefix.starts_with(path_prefix)) {
+        *trace = None;
+    }
+    drop(trace);
+    retain(&mut rules, |r| !r.prefix.starts_with(path_prefix));
 }
 
-/// Removes every rule. Tests that share the process should prefer [`clear_under`] or the handle.
+/// Removes every rule and the trace. Tests that share the process should prefer
+/// [`clear_under`] or the handle.
 pub fn clear_all() {
-    retain(&mut RULES.lock(), |_| false);
+    let mut rules = RULES.lock();
+    *TRACE.lock() = None;
+    retain(&mut rules, |_| false);
+}
+
+/// Where [`trace`] writes: the prefix traced and the trace file (opened `O_APPEND`).
+static TRACE: Mutex<Option<(PathBuf, std::fs::File)>> = Mutex::new(None);
+
+/// For crash tests: appends `<op> <path>` to `trace_file` for every file operation under
+/// `path_prefix` that goes through (see the module docs), until [`clear_all`] or
+/// [`clear_under`] a prefix of it. One `write` per line, so a SIGKILL leaves whole lines; a
+/// second call replaces the first.
+///
+/// # Errors
+/// `Io` if `trace_file` cannot be opened for appending.
+pub fn trace(path_prefix: &Path, trace_file: &Path) -> crate::error::Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(trace_file)
+        .map_err(|e| crate::error::Error::io(trace_file, "open fault trace", e))?;
+    let mut rules = RULES.lock();
+    *TRACE.lock() = Some((path_prefix.to_path_buf(), file));
+    retain(&mut rules, |_| true);
+    Ok(())
+}
+
+/// Writes the trace line of `op` on `path`, if traced. A failed write only loses the line.
+fn trace_op(path: &Path, op: FaultOp) {
+    use std::io::Write;
+    if let Some((prefix, file)) = TRACE.lock().as_mut() {
+        if path.starts_with(prefix.as_path()) {
+            let _ = file.write_all(format!("{} {}\n", op.name(), path.display()).as_bytes());
+        }
+    }
 }
 
 /// The seam: `Err(errno)` when an installed rule matches `op` on `path` (counting the failure
@@ -203,6 +252,14 @@ pub fn check(path: &Path, op: FaultOp) -> io::Result<()> {
 
 #[cold]
 fn check_rules(path: &Path, op: FaultOp) -> io::Result<()> {
+    let result = apply_rules(path, op);
+    if result.is_ok() {
+        trace_op(path, op);
+    }
+    result
+}
+
+fn apply_rules(path: &Path, op: FaultOp) -> io::Result<()> {
     let mut rules = RULES.lock();
     let matches = |r: &Rule| {
         path.starts_with(&r.prefix)
@@ -230,7 +287,7 @@ fn check_rules(path: &Path, op: FaultOp) -> io::Result<()> {
         *remaining = remaining.saturating_sub(1);
         if *remaining == 0 {
             rules.remove(i);
-            ACTIVE.store(rules.len(), Ordering::Relaxed);
+            retain(&mut rules, |_| true);
         }
     }
     Err(io::Error::from_raw_os_error(errno))
@@ -261,6 +318,23 @@ mod tests {
         }
         assert!(check(&file, FaultOp::Write).is_ok(), "the rule ran out");
         drop(handle);
+    }
+
+    #[test]
+    fn a_trace_lists_the_operations_that_went_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let (traced, trace_file) = (dir.path().join("a"), dir.path().join("trace"));
+        trace(&traced, &trace_file).unwrap();
+        let fail = inject(&traced.join("f"), FaultOp::Fsync, libc::EIO, Some(1));
+        check(&traced.join("f"), FaultOp::Write).unwrap();
+        assert!(check(&traced.join("f"), FaultOp::Fsync).is_err(), "failed: not traced");
+        check(&traced.join("f"), FaultOp::Fsync).unwrap();
+        check(&dir.path().join("b"), FaultOp::Write).unwrap();
+        drop(fail);
+        clear_under(&traced);
+        check(&traced.join("f"), FaultOp::Rename).unwrap();
+        let f = traced.join("f").display().to_string();
+        assert_eq!(std::fs::read_to_string(&trace_file).unwrap(), format!("write {f}\nfsync {f}\n"));
     }
 
     #[test]

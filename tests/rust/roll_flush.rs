@@ -212,3 +212,125 @@ fn a_failed_background_flush_takes_the_managed_log_dir_offline() {
     assert_eq!(log_b.recovery_point(), 1, "the other dir's flush went through");
     assert!(m.get_log(&in_a).unwrap().is_none());
 }
+
+/// Every batch after a segment's first gets an index entry; indexes of 1 KiB (85 time entries).
+fn indexed_config() -> kafkalog::LogConfig {
+    config(&[("index.interval.bytes", "1"), ("segment.index.bytes", "1024")])
+}
+
+fn open_indexed(fx: &Fixture, scheduler: &Arc<BackgroundScheduler>) -> UnifiedLog {
+    let options = LogOpenOptions { flush_scheduler: Some(scheduler.clone()), ..fx.options() };
+    UnifiedLog::open(&fx.dir, indexed_config(), options).expect("open log")
+}
+
+/// Appends `n` one-record batches with timestamps T0 + offset.
+fn append_batches(log: &UnifiedLog, n: usize) {
+    for _ in 0..n {
+        let offset = log.log_end_offset();
+        append_values(log, T0 + offset, &["v"]);
+    }
+}
+
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).unwrap().len()
+}
+
+/// (.index, .timeindex) lengths of segment `base`.
+fn index_lens(dir: &Path, base: i64) -> (u64, u64) {
+    use kafkalog::file_names::{offset_index_file, time_index_file};
+    (file_len(&offset_index_file(dir, base)), file_len(&time_index_file(dir, base)))
+}
+
+/// Kafka's roll trims the old segment's indexes under the log's lock; kafkalog leaves the trim
+/// to the flush task (a cut inside a page the mapping dirtied writes that page out first): the
+/// roll returns with the preallocated files, the task trims them to their entries before the
+/// fsync, and a closed log is Kafka's result (every index as long as its entries).
+#[test]
+fn the_flush_after_a_roll_trims_the_rolled_segment_indexes() {
+    let fx = Fixture::new();
+    let scheduler = Arc::new(BackgroundScheduler::manual());
+    let log = open_indexed(&fx, &scheduler);
+    append_batches(&log, 5);
+    assert_eq!(log.roll().unwrap(), 5);
+    let rolled = &log.segments()[0];
+    assert!(rolled.index_trim_pending());
+    assert_eq!(index_lens(&fx.dir, 0), (1024, 1020), "the roll cut nothing");
+    assert_eq!(scheduler.run_pending(), 1);
+    assert!(!rolled.index_trim_pending());
+    // 4 offset entries (batches 1..=4); 4 time entries plus none at roll (the last repeated).
+    assert_eq!(index_lens(&fx.dir, 0), (4 * 8, 4 * 12), "trimmed before the recovery point moved");
+    assert_eq!(log.recovery_point(), 5);
+
+    append_batches(&log, 3);
+    log.roll().unwrap();
+    append_batches(&log, 2);
+    log.close().unwrap();
+    assert_eq!(index_lens(&fx.dir, 5), (2 * 8, 2 * 12), "close trims what no flush did");
+    assert_eq!(index_lens(&fx.dir, 8), (8, 12));
+    let log = open_indexed(&fx, &scheduler);
+    // A standalone log keeps no clean-shutdown marker: only its last segment is recovered.
+    assert_eq!(log.load_result().segments_recovered, 1, "the trimmed segments are trusted");
+    for offset in 0..10 {
+        let found = log.offset_for_timestamp(T0 + offset).unwrap().expect("found");
+        assert_eq!(found.offset, offset);
+    }
+    log.close().unwrap();
+}
+
+/// A truncation back into a segment whose trim is pending makes it the active segment again:
+/// the pending trim is dropped with the resize to full size, so the flush task that runs after
+/// it leaves the index whole and the segment takes as many entries as its index holds.
+#[test]
+fn a_truncation_into_a_segment_whose_trim_is_pending_keeps_its_full_indexes() {
+    let fx = Fixture::new();
+    let scheduler = Arc::new(BackgroundScheduler::manual());
+    let log = open_indexed(&fx, &scheduler);
+    append_batches(&log, 5);
+    log.roll().unwrap();
+    append_batches(&log, 2);
+    assert!(log.truncate_to(3).unwrap());
+    assert_eq!(log.number_of_segments(), 1);
+    let active = &log.segments()[0];
+    assert!(!active.index_trim_pending(), "the truncation took the trim back");
+    scheduler.run_pending();
+    assert_eq!(index_lens(&fx.dir, 0), (1024, 1020), "the flush after the roll cut nothing");
+    // 84 time entries fit before the time index is full (the last slot is the roll's).
+    append_batches(&log, 80);
+    assert_eq!(log.number_of_segments(), 1, "no roll for a full index");
+    // 2 entries kept, and one per batch after the first since the truncation (Kafka's
+    // `truncateTo` restarts the byte count).
+    assert_eq!(active.offset_index().get().unwrap().entries(), 81);
+    assert_eq!(index_lens(&fx.dir, 0), (1024, 1020));
+    log.close().unwrap();
+}
+
+/// A crash after rolls whose flushes never ran leaves the rolled segments' indexes untrimmed.
+/// A managed log recovers them (they lie above its recovery point); an open without a recovery
+/// point (a partition of a manager's dir opened on its own) recovers only the last segment, so
+/// the load finds the tail of zeros and recovers the others too. Either way every lookup works.
+#[test]
+fn a_crash_before_the_trim_recovers_the_untrimmed_segments() {
+    for recovery_point in [Some(0), None] {
+        let fx = Fixture::new();
+        let scheduler = Arc::new(BackgroundScheduler::manual());
+        let log = open_indexed(&fx, &scheduler);
+        append_batches(&log, 5);
+        log.roll().unwrap();
+        append_batches(&log, 4);
+        log.roll().unwrap();
+        append_batches(&log, 3);
+        drop(log); // a crash: the queued flush never runs
+        assert_eq!(index_lens(&fx.dir, 0), (1024, 1020));
+
+        let options = LogOpenOptions { recovery_point, ..fx.options() };
+        let log = UnifiedLog::open(&fx.dir, indexed_config(), options).unwrap();
+        assert_eq!(log.load_result().segments_recovered, 3, "recovery point {recovery_point:?}");
+        assert_eq!(index_lens(&fx.dir, 0), (4 * 8, 4 * 12), "rebuilt at its entries");
+        assert_eq!(scan_all(&log, 0).unwrap().len(), 12);
+        for offset in 0..12 {
+            let found = log.offset_for_timestamp(T0 + offset).unwrap().expect("found");
+            assert_eq!(found.offset, offset, "recovery point {recovery_point:?}");
+        }
+        log.close().unwrap();
+    }
+}

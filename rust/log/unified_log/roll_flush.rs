@@ -2,7 +2,9 @@
 //! `flush-log` task running `flushProducerStateSnapshot` and `flushUptoOffsetExclusive`): the
 //! roll takes the producer snapshot without an fsync and asks for a flush of everything below
 //! the new segment; a background task fsyncs the snapshot, the rolled segments' files and
-//! indexes and the directory, and only then advances the recovery point. A crash between the
+//! indexes (trimming the indexes first: the roll leaves that to the flush, see
+//! `segment/log_segment/inactive.rs`) and the directory, and only then advances the recovery
+//! point. A crash between the
 //! roll and the flush leaves the recovery point below the rolled segment, so recovery checks it.
 //!
 //! Rolls coalesce: a task flushes up to the highest base asked for when it starts. A segment
