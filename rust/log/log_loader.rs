@@ -146,9 +146,12 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
     for (base, suffix) in &bases {
         let listing = (!params.read_only).then_some(files.as_slice());
         // Step 4 rebuilds every index of these from the data: nothing to check first.
-        let recovered_later = unflushed && *base >= unflushed_from && params.producer_state.is_some();
-        let last = Some(*base) == last_base;
-        if open_segment(dir, *base, suffix, last, params, &local, listing, recovered_later)? {
+        let check = if unflushed && *base >= unflushed_from && params.producer_state.is_some() {
+            IndexCheck::RecoveredLater
+        } else {
+            IndexCheck::Now { last: Some(*base) == last_base }
+        };
+        if open_segment(dir, *base, suffix, check, params, &local, listing)? {
             needs_recovery.push(*base);
         }
     }
@@ -347,6 +350,17 @@ fn read_only_bases(dir: &Path) -> Result<Vec<(i64, &'static str)>> {
     Ok(map.into_iter().collect())
 }
 
+/// What [`open_segment`] checks of a segment's indexes.
+#[derive(Clone, Copy)]
+enum IndexCheck {
+    /// Step 4 recovers the segment and rebuilds all three indexes: nothing to check first
+    /// (Kafka's loader, too, leaves their contents to the recovery of the segments past the
+    /// recovery point).
+    RecoveredLater,
+    /// Sanity checks; `last`: the last segment, whose indexes may be untrimmed.
+    Now { last: bool },
+}
+
 /// Step 3, second half: opens one segment and adds it to the log. Returns whether it must be
 /// recovered now: its offset index is missing or implausible, or (all but the `last` segment,
 /// whose preallocated indexes a crash leaves untrimmed and which is recovered after one anyway)
@@ -354,19 +368,20 @@ fn read_only_bases(dir: &Path) -> Result<Vec<(i64, &'static str)>> {
 /// `sanityCheck(timeIndexFileNewlyCreated)`), rebuilt only if the segment is recovered later.
 ///
 /// `listing` (a writable load's, sorted by name) tells which index files exist, instead of a
-/// `stat` or a failed open per file. A segment `recovered_later` (step 4 recovers it and
-/// rebuilds all three indexes) skips the checks: Kafka's loader, too, leaves their contents to
-/// the recovery of the segments past the recovery point.
+/// `stat` or a failed open per file; `check` says whether the indexes are checked now.
 fn open_segment(
     dir: &Path,
     base: i64,
     suffix: &str,
-    last: bool,
+    check: IndexCheck,
     params: &LoadParams<'_>,
     local: &LocalLog,
     listing: Option<&[(String, PathBuf)]>,
-    recovered_later: bool,
 ) -> Result<bool> {
+    let (recovered_later, last) = match check {
+        IndexCheck::RecoveredLater => (true, false),
+        IndexCheck::Now { last } => (false, last),
+    };
     let index_path = with_suffix(&crate::file_names::offset_index_file(dir, base), suffix);
     let time_index_path = with_suffix(&crate::file_names::time_index_file(dir, base), suffix);
     let exists = |path: &Path| match listing {
