@@ -1355,5 +1355,5 @@ class PartitionCheck:
     def __reduce__(self) -> tuple[type[Self], tuple[object, ...]]: ...
     def __hash__(self) -> int: ...
 
-def verify_partition(path: str | os.PathLike[str]) -> PartitionCheck:
-    """Checks the partition directory ``path`` without writing or locking anything: every segment (batch framing, CRC, offsets, magic), its offset, time and transaction indexes, leftover files, producer snapshots, ``leader-epoch-checkpoint`` and ``partition.metadata``."""
+def verify_partition(path: str | os.PathLike[str], recovery_point: int | None = None) -> PartitionCheck:
+    """Checks the partition directory ``path`` without writing or locking anything: every segment (batch framing, CRC, offsets, magic), its offset, time and transaction indexes, leftover files, producer snapshots, ``leader-epoch-checkpoint`` and ``partition.metadata``. ``recovery_point``: the partition's entry in its log dir's ``recovery-point-offset-checkpoint`` when the dir has no clean-shutdown marker (the segments the next load recovers)."""

@@ -592,6 +592,16 @@ impl UnifiedLog {
     pub fn delete_records(&self, offset: i64) -> Result<i64> {
         self.check_writable()?;
         let _guard = self.write_lock.lock();
+        {
+            let o = self.offsets.read();
+            arguments::check_new_log_start(offset, o.log_start, o.high_watermark)?;
+            // The recovery point follows the log start (Kafka's updateLogStartOffset): the rolled
+            // segments it passes get the index trim their pending flush would have made
+            // (`segment/log_segment/inactive.rs`), so no segment below it is left untrimmed.
+            for s in self.local.segments().covering(o.recovery_point, offset) {
+                self.handle_io(s.trim_indexes_if_pending())?;
+            }
+        }
         let raised = {
             let mut o = self.offsets.write();
             arguments::check_new_log_start(offset, o.log_start, o.high_watermark)?;

@@ -45,8 +45,10 @@ pub struct PartitionCheck {
 
 /// Checks the partition directory `dir`. `live`: another process holds it, so the active
 /// segment's incomplete tail is an append in progress. `.deleted` files are notes: they wait for
-/// `file.delete.delay.ms`, and the next load deletes them.
-pub fn verify_partition(dir: &Path, live: bool) -> Result<PartitionCheck> {
+/// `file.delete.delay.ms`, and the next load deletes them. `recovery_point`: the log dir's
+/// checkpointed recovery point of the partition when the dir has no clean-shutdown marker (the
+/// segments from the one holding it on are recovered by the next load).
+pub fn verify_partition(dir: &Path, live: bool, recovery_point: Option<i64>) -> Result<PartitionCheck> {
     let mut out = PartitionCheck { dir: dir.to_path_buf(), ..PartitionCheck::default() };
     let names = list_names(dir)?;
     let bases: Vec<i64> = names.iter().filter_map(|n| segment_base(n, LOG_FILE_SUFFIX)).collect();
@@ -59,7 +61,8 @@ pub fn verify_partition(dir: &Path, live: bool) -> Result<PartitionCheck> {
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         };
-        let place = SegmentPlace { next_base, active: next_base.is_none(), live };
+        let recovered_at_load = recovery_point.is_some_and(|rp| next_base.is_none_or(|next| next > rp));
+        let place = SegmentPlace { next_base, active: next_base.is_none(), live, recovered_at_load };
         let check = match check_segment(&segment, place) {
             Ok(c) => c,
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,

@@ -66,12 +66,15 @@ py_result! { record
 /// Checks the partition directory `path` without writing or locking anything: every segment
 /// (batch framing, CRC, offsets, magic), its offset, time and transaction indexes, leftover
 /// files, producer snapshots, `leader-epoch-checkpoint` and `partition.metadata`.
+/// `recovery_point`: the partition's entry in its log dir's `recovery-point-offset-checkpoint`
+/// when the dir has no clean-shutdown marker (the segments the next load recovers).
 #[pyfunction]
+#[pyo3(signature = (path, recovery_point=None))]
 #[allow(clippy::needless_pass_by_value)]
-pub fn verify_partition(py: Python<'_>, path: PathBuf) -> PyResult<PartitionCheck> {
+pub fn verify_partition(py: Python<'_>, path: PathBuf, recovery_point: Option<i64>) -> PyResult<PartitionCheck> {
     let (live, check) = run(py, || {
         let live = engine::is_live(&path);
-        Ok((live, engine::verify_partition(&path, live)?))
+        Ok((live, engine::verify_partition(&path, live, recovery_point)?))
     })?;
     let findings = check.findings.iter().map(|f| VerifyFinding::new(py, f)).collect::<PyResult<Vec<_>>>()?;
     Ok(PartitionCheck {

@@ -91,6 +91,10 @@ pub struct SegmentPlace {
     pub active: bool,
     /// Another process holds the directory (a broker or a writer is running).
     pub live: bool,
+    /// The next load recovers this segment (it holds or follows the recovery point of a log
+    /// dir without a clean-shutdown marker): kafkalog trims a rolled segment's indexes on the
+    /// flush after the roll, so a crash before that flush leaves them preallocated.
+    pub recovered_at_load: bool,
 }
 
 /// Checks `segment` (opened read-only) and its three index files.
@@ -225,6 +229,19 @@ fn length_and_tail(
         return false;
     }
     match rejected_tail(bytes, accepted, entry_size) {
+        Some((at, true)) if !place.active && place.recovered_at_load => {
+            check.findings.push(Finding::note(
+                path,
+                Some(at),
+                format!(
+                    "{} preallocated (all-zero) entries after the last entry: the flush after the roll, which \
+                     trims a rolled segment's indexes, had not run when the process stopped; the next load \
+                     recovers the segment",
+                    (bytes.len() - at as usize) / entry_size
+                ),
+            ));
+            true
+        }
         Some((at, true)) if !place.active => {
             check.findings.push(Finding::problem(
                 path,

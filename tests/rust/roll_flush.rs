@@ -277,6 +277,31 @@ fn the_flush_after_a_roll_trims_the_rolled_segment_indexes() {
     log.close().unwrap();
 }
 
+/// `delete_records` raises the recovery point with the log start (Kafka's
+/// `updateLogStartOffset`): the rolled segments it passes before their flush ran get their
+/// index trim then, so no segment below the recovery point keeps a preallocated index.
+#[test]
+fn delete_records_trims_the_rolled_segments_it_passes() {
+    let fx = Fixture::new();
+    let scheduler = Arc::new(BackgroundScheduler::manual());
+    let log = open_indexed(&fx, &scheduler);
+    append_batches(&log, 5);
+    log.roll().unwrap();
+    append_batches(&log, 3);
+    log.roll().unwrap();
+    append_batches(&log, 1);
+    let segments = log.segments();
+    assert!(segments[0].index_trim_pending() && segments[1].index_trim_pending());
+    assert_eq!(log.delete_records(6).unwrap(), 6);
+    assert_eq!(log.recovery_point(), 6);
+    assert!(!segments[0].index_trim_pending() && !segments[1].index_trim_pending());
+    assert_eq!(index_lens(&fx.dir, 0), (4 * 8, 4 * 12));
+    assert_eq!(index_lens(&fx.dir, 5), (2 * 8, 2 * 12));
+    assert_eq!(scheduler.run_pending(), 1);
+    assert_eq!(log.recovery_point(), 8, "the flush after the rolls, up to the active segment");
+    log.close().unwrap();
+}
+
 /// A truncation back into a segment whose trim is pending makes it the active segment again:
 /// the pending trim is dropped with the resize to full size, so the flush task that runs after
 /// it leaves the index whole and the segment takes as many entries as its index holds.

@@ -147,16 +147,30 @@ def verify_paths(paths: Iterable[Path]) -> Report:
             continue
         log_dirs.append(path)
         report.log_dirs.append(str(path))
+        recovery_points = _recovery_points(path)
         for p in found:
-            _check_partition(Path(p.path), report)
+            _check_partition(Path(p.path), report, recovery_points.get((p.topic, p.partition)))
         _check_log_dir(path, {(p.topic, p.partition) for p in found}, report)
     _check_meta_agreement(log_dirs, report)
     _check_topic_ids(report)
     return report
 
 
-def _check_partition(dir: Path, report: Report) -> None:
-    check = _native.verify_partition(dir)
+def _recovery_points(log_dir: Path) -> dict[tuple[str, int], int]:
+    """The log dir's recovery points when its next load recovers from them (no clean-shutdown
+    marker); empty otherwise, or when the checkpoint is missing or unreadable (a problem
+    :func:`_check_log_dir` reports)."""
+    path = log_dir / "recovery-point-offset-checkpoint"
+    if (log_dir / CLEAN_SHUTDOWN).exists() or not path.exists():
+        return {}
+    try:
+        return checkpoints.read_offset_checkpoint(path)
+    except KafkaLogError:
+        return {}
+
+
+def _check_partition(dir: Path, report: Report, recovery_point: int | None = None) -> None:
+    check = _native.verify_partition(dir, recovery_point)
     report.partitions.append(check)
     report.findings.extend(Finding(f.severity, f.file, f.position, f.message) for f in check.findings)
 
