@@ -99,7 +99,11 @@ def test_a_log_of_random_bytes_cut_to_zero_says_so(tmp_path: Path, caplog: pytes
     assert "at byte offset 0:" in cut.getMessage()
     assert "from 4096 to 0 bytes (4096 bytes discarded)" in cut.getMessage()
     assert cut.pathname.endswith("log_segment.rs") and cut.lineno > 0, "the Rust file and line"
-    one_warning(caplog, "Could not find offset index file corresponding to log file", str(part / LOG0))
+    # The missing index is not reported on its own: Kafka's LogLoader says "Could not find
+    # offset index file" only for a segment below the recovery point (or after a clean
+    # shutdown); this one, the active segment of a log without a recovery point, is recovered
+    # as unflushed anyway.
+    assert not [r for r in caplog.records if "Could not find offset index file" in r.getMessage()]
 
 
 def test_a_torn_tail_names_the_position_and_bytes(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
