@@ -74,7 +74,10 @@ impl PartitionMetadataFile {
 
     /// Reads the topic id; `Ok(None)` when the file does not exist.
     pub fn read(&self) -> Result<Option<TopicId>> {
-        let text = match std::fs::read_to_string(&self.path) {
+        let read = crate::util::file::read_small_file(&self.path).and_then(|bytes| {
+            String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        });
+        let text = match read {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io(&self.path, "read", e)),

@@ -20,6 +20,8 @@ pub trait IndexFile: Sized {
     fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self>;
     /// Kafka's `resize`.
     fn resize_file(&mut self, size: usize) -> Result<bool>;
+    /// Opens read-write at `max_index_size` holding exactly `entries` (`open_holding`).
+    fn open_holding(path: PathBuf, base_offset: i64, max_index_size: usize, entries: &[u8]) -> Result<Self>;
     /// Opens a read-only snapshot (no mapping, nothing written).
     fn open_ro(path: PathBuf, base_offset: i64) -> Result<Self>;
     /// Renames the file.
@@ -39,6 +41,9 @@ impl IndexFile for OffsetIndex {
     }
     fn resize_file(&mut self, size: usize) -> Result<bool> {
         self.resize(size)
+    }
+    fn open_holding(path: PathBuf, base_offset: i64, max_index_size: usize, entries: &[u8]) -> Result<Self> {
+        OffsetIndex::open_holding(path, base_offset, max_index_size, entries)
     }
     fn open_ro(path: PathBuf, base_offset: i64) -> Result<Self> {
         OffsetIndex::open_read_only(path, base_offset)
@@ -63,6 +68,9 @@ impl IndexFile for TimeIndex {
     }
     fn resize_file(&mut self, size: usize) -> Result<bool> {
         self.resize(size)
+    }
+    fn open_holding(path: PathBuf, base_offset: i64, max_index_size: usize, entries: &[u8]) -> Result<Self> {
+        TimeIndex::open_holding(path, base_offset, max_index_size, entries)
     }
     fn open_ro(path: PathBuf, base_offset: i64) -> Result<Self> {
         TimeIndex::open_read_only(path, base_offset)
@@ -207,6 +215,32 @@ impl<T: IndexFile> LazyIndex<T> {
         } else {
             crate::util::file::write_file_in_place(&path, bytes)
         }
+    }
+
+    /// [`Self::rewrite`] for the active segment: the file holds `bytes` at its start and is
+    /// opened at full size (`segment.index.bytes`), mapped, with exactly those entries; one open
+    /// and map, and no write when the file already starts with them and a zero entry
+    /// (`IndexStorage::open_mapped_holding`). Past them the file may keep bytes a reader never
+    /// takes for entries (they follow a zero entry); a close trims the file to its entries and
+    /// a crash recovers the segment again. Only for a segment a crash recovers again (its
+    /// indexes are written in place).
+    ///
+    /// # Errors
+    /// `ReadOnly` on a read-only index; `IllegalState` when the entries do not fit; `Io` naming
+    /// the file when a step fails.
+    pub fn rewrite_mapped(&self, bytes: &[u8]) -> Result<()> {
+        if self.read_only {
+            return Err(crate::error::Error::ReadOnly { path: self.path() });
+        }
+        let mut state = self.state.write();
+        let path = match &*state {
+            State::Loaded(index) => index.file_path().to_path_buf(),
+            State::Unloaded { path } => path.clone(),
+        };
+        // Unmapped before the file changes.
+        *state = State::Unloaded { path: path.clone() };
+        *state = State::Loaded(T::open_holding(path, self.base_offset, self.max_index_size, bytes)?);
+        Ok(())
     }
 
     /// Renames the file, whether or not it is open.

@@ -55,7 +55,8 @@ impl IndexStorage {
         resize_to: Option<usize>,
     ) -> Result<(Self, Option<u64>)> {
         // An existing file is the common case: open it first, create only if missing.
-        let existing = check(path, FaultOp::Open).and_then(|()| OpenOptions::new().read(true).write(true).open(path));
+        let existing = check(path, FaultOp::Open)
+            .and_then(|()| crate::util::file::open(path, crate::util::file::OpenMode::ReadWrite));
         let (file, created) = match existing {
             Ok(file) => (file, false),
             Err(e) if e.kind() == ErrorKind::NotFound => {
@@ -108,6 +109,49 @@ impl IndexStorage {
         };
         let map = map_file(&file, path, len)?;
         Ok((IndexStorage::Mapped(map), Some(old_len)))
+    }
+
+    /// Opens `path` read-write (creating it when missing) holding `entries` (whole entries, an
+    /// index rebuilt in memory) at its start, at `max_index_size` rounded down to whole entries,
+    /// and maps it: the active segment's indexes after a recovery, in one open and map. A file
+    /// that already starts with `entries` followed by a zero entry (or its end) is not written;
+    /// otherwise `entries` are written and the file cut to them before it is extended again
+    /// with zeros, so no stale entry follows them. Nothing is fsynced (the segment's flush
+    /// does). The caller checked that `entries` fit.
+    pub(crate) fn open_mapped_holding(
+        path: &Path,
+        max_index_size: usize,
+        entry_size: usize,
+        entries: &[u8],
+    ) -> Result<Self> {
+        use crate::util::file::{open, read_prefix, OpenMode};
+        let full = (max_index_size / entry_size * entry_size) as u64;
+        let file = check(path, FaultOp::Open)
+            .and_then(|()| open(path, OpenMode::ReadWriteCreate))
+            .map_err(|e| Error::io(path, "open index", e))?;
+        let mut window = vec![0u8; entries.len() + entry_size];
+        let read = read_prefix(&file, &mut window).map_err(|e| Error::io(path, "read index", e))?;
+        let same = read >= entries.len()
+            && window[..entries.len()] == *entries
+            && window[entries.len()..read].iter().all(|&b| b == 0);
+        let mut len = file.metadata().map_err(|e| Error::io(path, "stat index", e))?.len();
+        if !same {
+            check(path, FaultOp::Write)
+                .and_then(|()| file.write_all_at(entries, 0))
+                .map_err(|e| Error::io(path, "write index", e))?;
+            if len > entries.len() as u64 {
+                check(path, FaultOp::Truncate)
+                    .and_then(|()| file.set_len(entries.len() as u64))
+                    .map_err(|e| Error::io(path, "truncate index", e))?;
+                len = entries.len() as u64;
+            }
+        }
+        if len != full {
+            check(path, FaultOp::Truncate)
+                .and_then(|()| file.set_len(full))
+                .map_err(|e| Error::io(path, "resize index", e))?;
+        }
+        Ok(IndexStorage::Mapped(map_file(&file, path, full)?))
     }
 
     /// Copies the longest prefix of whole `entry_size`-byte entries of `path` that `accept`
@@ -198,7 +242,7 @@ impl IndexStorage {
             return Err(read_only(path));
         }
         let file = check(path, FaultOp::Open)
-            .and_then(|()| OpenOptions::new().read(true).write(true).open(path))
+            .and_then(|()| crate::util::file::open(path, crate::util::file::OpenMode::ReadWrite))
             .map_err(|e| Error::io(path, "open index", e))?;
         // Unmap before changing the length, so no mapped page ever lies past the end of file.
         *self = IndexStorage::Snapshot(Vec::new());

@@ -179,6 +179,37 @@ impl AbstractIndex {
         })
     }
 
+    /// Opens `path` read-write at `max_index_size` holding exactly `entries` (whole entries
+    /// rebuilt in memory; `IndexStorage::open_mapped_holding`), mapped. `IllegalState` when they
+    /// do not fit.
+    pub(crate) fn open_holding(
+        path: PathBuf,
+        base_offset: i64,
+        max_index_size: usize,
+        entry_size: usize,
+        entries: &[u8],
+    ) -> Result<Self> {
+        let max_entries = max_index_size / entry_size;
+        if !entries.len().is_multiple_of(entry_size) || entries.len() / entry_size > max_entries || max_entries == 0 {
+            return Err(Error::illegal_state(format!(
+                "{} bytes of entries do not fit index {} of at most {max_index_size} bytes",
+                entries.len(),
+                path.display()
+            )));
+        }
+        let storage = IndexStorage::open_mapped_holding(&path, max_index_size, entry_size, entries)?;
+        Ok(AbstractIndex {
+            path,
+            base_offset,
+            max_index_size,
+            entry_size,
+            warm_entries: WARM_SECTION_BYTES / entry_size,
+            storage,
+            entries: entries.len() / entry_size,
+            max_entries,
+        })
+    }
+
     /// Reads the valid prefix of `path` (entries `accept` takes, in order) into memory. An entry
     /// of all zeros alone is dropped: it is the preallocated tail of an empty active index.
     pub(crate) fn open_read_only(

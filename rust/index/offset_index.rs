@@ -62,6 +62,22 @@ impl OffsetIndex {
         Ok(Self::with_inner(inner))
     }
 
+    /// Opens `path` read-write at `max_index_size` (preallocated, mapped) holding exactly
+    /// `entries`, an index rebuilt in memory (see `AbstractIndex::open_holding`): a recovered
+    /// active segment's index, ready for appends.
+    ///
+    /// # Errors
+    /// `IllegalState` when the entries do not fit; `Io` if a step fails.
+    pub fn open_holding(
+        path: impl Into<PathBuf>,
+        base_offset: i64,
+        max_index_size: usize,
+        entries: &[u8],
+    ) -> Result<Self> {
+        let inner = AbstractIndex::open_holding(path.into(), base_offset, max_index_size, ENTRY_SIZE, entries)?;
+        Ok(Self::with_inner(inner))
+    }
+
     /// Opens `path` for reading only, without mapping it: the file may be another process's
     /// active index, preallocated with zeros and shortened at any time. Entries are the longest
     /// prefix Kafka's `append` could have written: relative offsets >= 0, offsets and positions

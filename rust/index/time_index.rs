@@ -66,6 +66,22 @@ impl TimeIndex {
         Ok(Self::with_inner(inner))
     }
 
+    /// Opens `path` read-write at `max_index_size` (preallocated, mapped) holding exactly
+    /// `entries`, an index rebuilt in memory (see `AbstractIndex::open_holding`): a recovered
+    /// active segment's index, ready for appends.
+    ///
+    /// # Errors
+    /// `IllegalState` when the entries do not fit; `Io` if a step fails.
+    pub fn open_holding(
+        path: impl Into<PathBuf>,
+        base_offset: i64,
+        max_index_size: usize,
+        entries: &[u8],
+    ) -> Result<Self> {
+        let inner = AbstractIndex::open_holding(path.into(), base_offset, max_index_size, ENTRY_SIZE, entries)?;
+        Ok(Self::with_inner(inner))
+    }
+
     /// Opens `path` for reading only, without mapping it (see `OffsetIndex::open_read_only`).
     /// Entries are the longest prefix Kafka's `maybe_append` could have written after
     /// `(-1, base_offset)`: timestamps strictly increasing, offsets >= base and never

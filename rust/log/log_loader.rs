@@ -32,12 +32,13 @@ use std::sync::Arc;
 
 use super::leader_epoch_cache::LeaderEpochFileCache;
 use super::local_log::LocalLog;
-use super::producer_state::ProducerStateManagerConfig;
+use super::producer_state::snapshot::SnapshotFile;
+use super::producer_state::{ProducerStateManager, ProducerStateManagerConfig};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::file_names::{
     offset_from_file_name, with_suffix, CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, DELETE_DIR_SUFFIX, INDEX_FILE_SUFFIX,
-    LOG_FILE_SUFFIX, SWAP_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX, PRODUCER_SNAPSHOT_FILE_SUFFIX, SWAP_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
 };
 use crate::segment::file_records::FileRecords;
 use crate::segment::log_segment::LogSegment;
@@ -122,17 +123,37 @@ pub struct LoadResult {
 /// A KRaft snapshot renamed for deletion (`Snapshots.DELETE_SUFFIX`), which the loader leaves alone.
 const KRAFT_SNAPSHOT_DELETED_SUFFIX: &str = ".checkpoint.deleted";
 
-/// Loads `dir` (see the module doc). Mirrors Kafka's `LogLoader.load`.
-pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(LocalLog, LoadResult)> {
+/// What [`load`] hands back: the log, what loading found, and the producer state the recovery
+/// past the recovery point ended with, when it is known to describe the directory's snapshots
+/// (the log's own producer state starts from it instead of listing and reading them again).
+pub struct Loaded {
+    /// The segments.
+    pub local: LocalLog,
+    /// What loading found and repaired.
+    pub result: LoadResult,
+    /// The producer state at the log end, with the snapshots on disk, if the load built one.
+    pub producer_state: Option<ProducerStateManager>,
+    /// The producer snapshots on disk, when the load's listing still shows them (a writable
+    /// load that recovered nothing).
+    pub listed_snapshots: Option<BTreeMap<i64, SnapshotFile>>,
+}
+
+/// Loads `dir` (see the module doc). Mirrors Kafka's `LogLoader.load`. `listing`: the
+/// directory's files as the caller listed them under the directory's lock, just before (a
+/// writable load lists them itself without it).
+pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock, listing: Option<Listing>) -> Result<Loaded> {
     let local = LocalLog::new(dir, clock, params.read_only);
     let mut result = LoadResult::default();
     // The directory is listed once; again only if finishing an interrupted replace changed it.
     let (bases, files) = if params.read_only {
-        (read_only_bases(dir)?, Vec::new())
+        (read_only_bases(dir)?, Listing::default())
     } else {
-        let mut files = list_files(dir)?;
+        let mut files = match listing {
+            Some(listing) => listing,
+            None => Listing::read(dir)?,
+        };
         if complete_or_roll_back_replace(dir, &files, &mut result)? {
-            files = list_files(dir)?;
+            files = Listing::read(dir)?;
         }
         (remove_orphans(&files, &mut result)?, files)
     };
@@ -144,7 +165,7 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
     let mut needs_recovery = Vec::new();
     let last_base = bases.last().map(|(base, _)| *base);
     for (base, suffix) in &bases {
-        let listing = (!params.read_only).then_some(files.as_slice());
+        let listing = (!params.read_only).then_some(&files);
         // Step 4 rebuilds every index of these from the data: nothing to check first.
         let check = if unflushed && *base >= unflushed_from && params.producer_state.is_some() {
             IndexCheck::RecoveredLater
@@ -161,23 +182,30 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock) -> Result<(
             recover_alone(&segment, params, &local, &mut result)?;
         }
     }
+    let mut producer_state = None;
     if unflushed {
         let recovery_point =
             params.recovery_point.unwrap_or_else(|| local.segments().last_segment().map_or(0, |s| s.base_offset()));
-        recover_unflushed(dir, recovery_point, &needs_recovery, params, &local, &mut result)?;
+        // The listing still shows the snapshots unless a recovery above wrote some.
+        let snapshots = needs_recovery.is_empty().then(|| files.snapshots());
+        producer_state =
+            recover_unflushed(dir, recovery_point, &needs_recovery, params, &local, &mut result, snapshots)?;
     }
     finish(dir, params, &local, &mut result)?;
-    Ok((local, result))
+    // Without a segment recovered, the listing still shows the snapshots.
+    let listed_snapshots = (!params.read_only && result.segments_recovered == 0).then(|| files.snapshots());
+    Ok(Loaded { local, result, producer_state, listed_snapshots })
 }
 
 /// Steps 1 and 2 over the listing `files`: `.deleted` files go; an interrupted clean or split (a
 /// `.cleaned` file exists) is rolled back; an interrupted replace (only `.swap` files) is
 /// completed. Returns whether anything in the directory changed.
-fn complete_or_roll_back_replace(dir: &Path, files: &[(String, PathBuf)], result: &mut LoadResult) -> Result<bool> {
+fn complete_or_roll_back_replace(dir: &Path, files: &Listing, result: &mut LoadResult) -> Result<bool> {
     let mut changed = false;
     let mut cleaned = Vec::new();
     let mut swaps = Vec::new();
-    for (name, path) in files {
+    for name in &files.names {
+        let path = &dir.join(name);
         if is_deleted_file(name) {
             log::info!("Deleting stray temporary file {}", path.display());
             delete_if_exists(path)?;
@@ -256,13 +284,14 @@ fn roll_back(
 
 /// Deletes the live files (of the listing `files`) whose offsets the remaining `.swap` segments
 /// cover, `[min_swap, max_swap)`: the segments an interrupted replace was replacing.
-fn delete_superseded(files: &[(String, PathBuf)], min_swap: i64, max_swap: i64) -> Result<()> {
+fn delete_superseded(files: &Listing, min_swap: i64, max_swap: i64) -> Result<()> {
     // Live files only: the temporary ones are gone already.
-    let live = files.iter().filter(|(name, _)| {
+    let live = files.names.iter().filter(|name| {
         ![SWAP_FILE_SUFFIX, CLEANED_FILE_SUFFIX, crate::file_names::TMP_FILE_SUFFIX].iter().any(|s| name.ends_with(s))
             && !is_deleted_file(name)
     });
-    for (name, path) in live {
+    for name in live {
+        let path = &files.dir.join(name);
         if offset_from_file_name(name).is_some_and(|o| o >= min_swap && o < max_swap) {
             log::warn!(
                 "Deleting segment files {} ({} bytes) that is compacted but has not been deleted yet: \
@@ -296,19 +325,21 @@ fn next_offset_of_file(path: &Path, base: i64) -> Result<i64> {
 
 /// Step 3, first half: deletes index files and snapshots' siblings without a `.log` file and
 /// returns the segment bases in order.
-fn remove_orphans(files: &[(String, PathBuf)], result: &mut LoadResult) -> Result<Vec<(i64, &'static str)>> {
+fn remove_orphans(files: &Listing, result: &mut LoadResult) -> Result<Vec<(i64, &'static str)>> {
     let mut bases: Vec<i64> = files
+        .names
         .iter()
-        .filter(|(name, _)| is_segment_file(name, LOG_FILE_SUFFIX))
-        .filter_map(|(name, _)| offset_from_file_name(name))
+        .filter(|name| is_segment_file(name, LOG_FILE_SUFFIX))
+        .filter_map(|name| offset_from_file_name(name))
         .collect();
     bases.sort_unstable();
-    for (name, path) in files {
+    for name in &files.names {
         let is_index = [INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX]
             .iter()
             .any(|suffix| is_segment_file(name, suffix));
         if let (true, Some(base)) = (is_index, offset_from_file_name(name)) {
             if bases.binary_search(&base).is_err() {
+                let path = &files.dir.join(name);
                 log::warn!(
                     "Found an orphaned index file {}, with no corresponding log file; deleting it ({} bytes)",
                     path.display(),
@@ -326,24 +357,26 @@ fn remove_orphans(files: &[(String, PathBuf)], result: &mut LoadResult) -> Resul
 /// the pending `.swap` segments below the smallest `.cleaned` offset standing in for the live
 /// ones they supersede (the others would be dropped). Nothing is deleted or renamed.
 fn read_only_bases(dir: &Path) -> Result<Vec<(i64, &'static str)>> {
-    let files = list_files(dir)?;
+    let files = Listing::read(dir)?;
     let min_cleaned = files
+        .names
         .iter()
-        .filter(|(n, _)| n.ends_with(CLEANED_FILE_SUFFIX))
-        .filter_map(|(n, _)| offset_from_file_name(n))
+        .filter(|n| n.ends_with(CLEANED_FILE_SUFFIX))
+        .filter_map(|n| offset_from_file_name(n))
         .min()
         .unwrap_or(i64::MAX);
     let swap_log = format!("{LOG_FILE_SUFFIX}{SWAP_FILE_SUFFIX}");
     let mut map: BTreeMap<i64, &'static str> = files
+        .names
         .iter()
-        .filter(|(name, _)| is_segment_file(name, LOG_FILE_SUFFIX))
-        .filter_map(|(name, _)| offset_from_file_name(name).map(|b| (b, "")))
+        .filter(|name| is_segment_file(name, LOG_FILE_SUFFIX))
+        .filter_map(|name| offset_from_file_name(name).map(|b| (b, "")))
         .collect();
-    for (name, path) in &files {
+    for name in &files.names {
         let Some(base) = offset_from_file_name(name).filter(|b| name.ends_with(&swap_log) && *b < min_cleaned) else {
             continue;
         };
-        let next = next_offset_of_file(path, base)?;
+        let next = next_offset_of_file(&dir.join(name), base)?;
         map.retain(|b, _| *b < base || *b >= next);
         map.insert(base, SWAP_FILE_SUFFIX);
     }
@@ -376,7 +409,7 @@ fn open_segment(
     check: IndexCheck,
     params: &LoadParams<'_>,
     local: &LocalLog,
-    listing: Option<&[(String, PathBuf)]>,
+    listing: Option<&Listing>,
 ) -> Result<bool> {
     let (recovered_later, last) = match check {
         IndexCheck::RecoveredLater => (true, false),
@@ -385,10 +418,7 @@ fn open_segment(
     let index_path = with_suffix(&crate::file_names::offset_index_file(dir, base), suffix);
     let time_index_path = with_suffix(&crate::file_names::time_index_file(dir, base), suffix);
     let exists = |path: &Path| match listing {
-        Some(files) => {
-            let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-            files.binary_search_by(|(n, _)| n.as_str().cmp(&name)).is_ok()
-        }
+        Some(files) => files.contains(&path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()),
         None => path.exists(),
     };
     let time_index_new = !exists(&time_index_path);
@@ -398,7 +428,7 @@ fn open_segment(
         Some(IndexProblem::Missing)
     } else {
         offset_index_problem(&index_path, !last)
-            .or_else(|| (!time_index_new).then(|| time_index_problem(&time_index_path, !last)).flatten())
+            .or_else(|| (!time_index_new).then(|| time_index_problem(&time_index_path, !last, params.config)).flatten())
     };
     let mut segment =
         LogSegment::open(dir, base, params.config, local.clock().clone(), suffix, false, params.read_only)?;
@@ -459,7 +489,7 @@ enum IndexProblem {
 /// (with `trimmed`, for an inactive segment) its last entry is a tail of zeros.
 fn offset_index_problem(path: &Path, trimmed: bool) -> Option<IndexProblem> {
     use std::os::unix::fs::FileExt;
-    let file = match std::fs::File::open(path) {
+    let file = match crate::util::file::open(path, crate::util::file::OpenMode::Read) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(IndexProblem::Missing),
         Err(e) => return Some(IndexProblem::Corrupt(format!("index file {} cannot be opened ({e})", path.display()))),
@@ -516,22 +546,26 @@ fn untrimmed(path: &Path) -> IndexProblem {
 }
 
 /// Why a time index cannot be trusted: its length is not a whole number of 12-byte entries
-/// (a torn write or truncation), or (with `trimmed`, for an inactive segment) it ends with a
-/// tail of zeros (Kafka's `TimeIndex.sanityCheck` finds that tail as a last timestamp below the
-/// first).
-fn time_index_problem(path: &Path, trimmed: bool) -> Option<IndexProblem> {
+/// (a torn write or truncation), or (with `trimmed`, for an inactive segment) it still has its
+/// preallocated length and ends with a tail of zeros (Kafka's `TimeIndex.sanityCheck` finds that
+/// tail as a last timestamp below the first). Only a file of the preallocated length is read:
+/// the others are known by their length alone (one `fstatat`, no open).
+fn time_index_problem(path: &Path, trimmed: bool, config: &LogConfig) -> Option<IndexProblem> {
     use std::os::unix::fs::FileExt;
-    let file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
+    let len = crate::util::file::file_len(path).ok()?;
     if len % 12 != 0 {
         return Some(IndexProblem::Corrupt(format!(
             "time index file {} has a length of {len} bytes, which is not a multiple of the 12-byte entry size",
             path.display()
         )));
     }
+    let preallocated = (config.segment_index_bytes.max(0) as u64) / 12 * 12;
+    if !trimmed || len < 24 || len != preallocated {
+        return None;
+    }
+    let file = crate::util::file::open(path, crate::util::file::OpenMode::Read).ok()?;
     let mut last = [0u8; 12];
-    (trimmed && len >= 24 && file.read_exact_at(&mut last, len - 12).is_ok() && last == [0; 12])
-        .then(|| untrimmed(path))
+    (file.read_exact_at(&mut last, len - 12).is_ok() && last == [0; 12]).then(|| untrimmed(path))
 }
 
 /// Step 5: the log end, the log start rules, an empty log's first segment, stray snapshots,
@@ -539,6 +573,11 @@ fn time_index_problem(path: &Path, trimmed: bool) -> Option<IndexProblem> {
 fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut LoadResult) -> Result<()> {
     let checkpoint_start = params.log_start_offset.unwrap_or(0);
     if let Some(active) = local.segments().last_segment() {
+        // The active segment's indexes open at full size now, before reading its end looks its
+        // offset index up (one open and map each, not a map at the file's size and a remap).
+        if !params.read_only {
+            active.resize_indexes(params.config.segment_index_bytes as usize)?;
+        }
         (result.log_end_offset, result.log_end_position) = match active.read_next_offset_and_end() {
             // A torn tail although the dir was shut down cleanly (the file was damaged since):
             // Kafka would end the log at the last complete batch without looking; kafkalog
@@ -621,16 +660,52 @@ fn is_segment_file(name: &str, suffix: &str) -> bool {
     name.len() == 20 + suffix.len() && name.ends_with(suffix) && offset_from_file_name(name).is_some()
 }
 
-/// The regular files of `dir` (name, path), in name order.
-fn list_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))? {
-        let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;
-        let file_type = entry.file_type().map_err(|e| Error::io(entry.path(), "stat", e))?;
-        if file_type.is_file() {
-            out.push((entry.file_name().to_string_lossy().into_owned(), entry.path()));
+/// The regular files of a partition directory, listed once by a writable open under the
+/// directory's lock (nobody else changes the directory meanwhile): the open and its load look
+/// files up here instead of a `stat` or a failed open each. A plain value, owned by one open.
+#[derive(Debug, Default)]
+pub struct Listing {
+    dir: PathBuf,
+    /// File names, sorted.
+    names: Vec<String>,
+}
+
+impl Listing {
+    /// Lists the regular files of `dir`.
+    ///
+    /// # Errors
+    /// `Io` naming `dir` when it cannot be listed.
+    pub fn read(dir: &Path) -> Result<Self> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))? {
+            let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;
+            let file_type = entry.file_type().map_err(|e| Error::io(entry.path(), "stat", e))?;
+            if file_type.is_file() {
+                names.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        names.sort_unstable();
+        Ok(Listing { dir: dir.to_path_buf(), names })
+    }
+
+    /// Whether the listing holds a file named `name`.
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.binary_search_by(|n| n.as_str().cmp(name)).is_ok()
+    }
+
+    /// Drops `name` from the listing (the caller deleted the file).
+    pub fn forget(&mut self, name: &str) {
+        if let Ok(i) = self.names.binary_search_by(|n| n.as_str().cmp(name)) {
+            self.names.remove(i);
         }
     }
-    out.sort_unstable();
-    Ok(out)
+
+    /// The producer snapshots listed (`<offset>.snapshot`), as `ProducerStateManager` lists them.
+    fn snapshots(&self) -> BTreeMap<i64, SnapshotFile> {
+        self.names
+            .iter()
+            .filter(|n| n.ends_with(PRODUCER_SNAPSHOT_FILE_SUFFIX))
+            .filter_map(|n| offset_from_file_name(n).map(|o| (o, SnapshotFile::new(self.dir.join(n), o))))
+            .collect()
+    }
 }

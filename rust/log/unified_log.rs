@@ -14,13 +14,13 @@ use parking_lot::{Mutex, RwLock};
 use super::leader_epoch_cache::{EpochEntry, LeaderEpochFileCache};
 use super::local_log::LocalLog;
 use super::log_dir_failure_channel::LogDirFailureChannel;
-use super::log_loader::LoadParams;
 pub use super::log_loader::LoadResult;
+use super::log_loader::{Listing, LoadParams, Loaded};
 use super::producer_state::{ProducerStateManager, ProducerStateManagerConfig};
 use crate::checkpoint::partition_metadata::{PartitionMetadataFile, TopicId};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::file_names::TopicPartition;
+use crate::file_names::{TopicPartition, CLEAN_CLOSE_FILE, LEADER_EPOCH_CHECKPOINT_FILE};
 use crate::index::transaction_index::AbortedTxn;
 use crate::record::records::{AnyBatch, BatchIter};
 use crate::segment::log_segment::{LogSegment, TimestampAndOffset};
@@ -247,20 +247,32 @@ impl UnifiedLog {
     #[allow(clippy::needless_pass_by_value)]
     pub fn open(dir: &Path, config: LogConfig, options: LogOpenOptions) -> Result<Self> {
         config.validate()?;
-        let topic_partition = arguments::partition_dir(dir, options.read_only, options.create)?;
-        if !options.read_only && options.create {
+        let (topic_partition, exists) = arguments::partition_dir(dir, options.read_only, options.create)?;
+        if !options.read_only && options.create && !exists {
             crate::util::file::create_dir_all(dir)?;
         }
-        // Without `create`, a directory removed after the check fails here (opening it for the
-        // lock), still without creating anything.
+        // A directory removed after the check fails here (opening it for the lock), without
+        // creating anything.
         let dir_lock = if options.read_only { None } else { Some(crate::util::file::DirLock::try_lock(dir)?) };
+        // The open's files are opened relative to the locked directory (`util::file::open`).
+        let scope = dir_lock.as_ref().map(|lock| lock.scope(dir));
+        // A writable open lists the directory once, under its lock: the clean-close record, the
+        // leader epoch checkpoint and the loader's segment files are looked up in that listing.
+        let mut listing = if options.read_only { None } else { Some(Listing::read(dir)?) };
         // A standalone log's clean close stands for a clean shutdown; any writable open removes
         // the record before it changes anything (`unified_log/clean_close.rs`).
-        let clean_close = if options.read_only { None } else { clean_close::take(dir)? };
+        let clean_close = match listing.as_mut() {
+            Some(listing) if listing.contains(CLEAN_CLOSE_FILE) => {
+                listing.forget(CLEAN_CLOSE_FILE);
+                clean_close::take(dir)?
+            }
+            _ => None,
+        };
         let clean_close = clean_close.filter(|_| options.standalone_clean_close);
         let mut options = options;
         options.had_clean_shutdown |= clean_close.is_some();
-        let (mut local, mut load, mut epochs) = Self::load(dir, &config, &topic_partition, &options)?;
+        let (mut loaded, mut epochs) = Self::load(dir, &config, &topic_partition, &options, listing)?;
+        let mut load = loaded.result;
         if let Some(close) = clean_close.filter(|c| c.log_end_offset != load.log_end_offset) {
             log::warn!(
                 "{}: the log end offset is {}, not the {} its clean close recorded; recovering it as after a crash",
@@ -268,10 +280,18 @@ impl UnifiedLog {
                 load.log_end_offset,
                 close.log_end_offset
             );
-            drop(local);
+            drop(loaded);
             options.had_clean_shutdown = false;
-            (local, load, epochs) = Self::load(dir, &config, &topic_partition, &options)?;
+            // The first load may have changed the directory: it is listed again.
+            (loaded, epochs) = Self::load(dir, &config, &topic_partition, &options, None)?;
+            load = loaded.result;
         }
+        let local = loaded.local;
+        let known_producer_state = match (loaded.producer_state, loaded.listed_snapshots) {
+            (Some(psm), _) => producers::KnownProducerState::Recovered(Box::new(psm)),
+            (None, Some(snapshots)) => producers::KnownProducerState::Listed(snapshots),
+            (None, None) => producers::KnownProducerState::Unknown,
+        };
         let (epoch_cache, stored_epochs) = epochs;
         let leader_epoch_cache = epochs::finish_load(epoch_cache, &stored_epochs, dir, options.read_only)?;
         let metadata_file = PartitionMetadataFile::new(dir);
@@ -285,7 +305,8 @@ impl UnifiedLog {
             other => other?,
         };
         let now = options.clock.milliseconds();
-        let producer_state = producers::open_producer_state(dir, &topic_partition, &local, &load, &options, now)?;
+        let producer_state =
+            producers::open_producer_state(dir, &topic_partition, &local, &load, &options, now, known_producer_state)?;
         let offsets = Offsets {
             log_start: load.log_start_offset,
             high_watermark: load.log_end_offset,
@@ -294,6 +315,7 @@ impl UnifiedLog {
             recovery_point: load.recovery_point,
             truncations: 0,
         };
+        drop(scope);
         let log_dir = dir.parent().map(Path::to_path_buf).unwrap_or_default();
         let offsets = Arc::new(RwLock::new(offsets));
         let last_flush_ms = Arc::new(AtomicI64::new(now));
@@ -345,10 +367,12 @@ impl UnifiedLog {
         config: &LogConfig,
         topic_partition: &TopicPartition,
         options: &LogOpenOptions,
-    ) -> Result<(LocalLog, LoadResult, (LeaderEpochFileCache, Vec<EpochEntry>))> {
+        listing: Option<Listing>,
+    ) -> Result<(Loaded, (LeaderEpochFileCache, Vec<EpochEntry>))> {
         let progress = options.progress.clone();
         let progress_fn = progress.as_ref().map(|p| move |n: usize| (p.0)(n));
-        let (epoch_cache, stored_epochs) = epochs::load_cache(dir, topic_partition)?;
+        let checkpoint_listed = listing.as_ref().map(|l| l.contains(LEADER_EPOCH_CHECKPOINT_FILE));
+        let (epoch_cache, stored_epochs) = epochs::load_cache(dir, topic_partition, checkpoint_listed)?;
         let params = LoadParams {
             config,
             read_only: options.read_only,
@@ -363,8 +387,8 @@ impl UnifiedLog {
                 config: options.producer_state,
             }),
         };
-        let (local, load) = super::log_loader::load(dir, &params, options.clock.clone())?;
-        Ok((local, load, (epoch_cache, stored_epochs)))
+        let loaded = super::log_loader::load(dir, &params, options.clock.clone(), listing)?;
+        Ok((loaded, (epoch_cache, stored_epochs)))
     }
 
     fn with_first_unstable_offset_published(self) -> Self {

@@ -9,7 +9,7 @@
 //! Every system call that changes the file, and every positional read, passes the
 //! fault-injection seam (`util::fault::check`) first.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -83,11 +83,11 @@ impl FileRecords {
     /// file is extended to that length up front (its logical size stays 0; `trim` cuts it back).
     /// A read-only open never creates or modifies anything.
     pub fn open(path: PathBuf, writable: bool, preallocate_bytes: Option<u64>) -> Result<Self> {
+        use crate::util::file::{open, OpenMode};
         let file = if writable {
-            check(&path, FaultOp::Open)
-                .and_then(|()| OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path))
+            check(&path, FaultOp::Open).and_then(|()| open(&path, OpenMode::ReadWriteCreate))
         } else {
-            File::open(&path)
+            open(&path, OpenMode::Read)
         }
         .map_err(|e| Error::io(&path, "open", e))?;
         let len = file.metadata().map_err(|e| Error::io(&path, "stat", e))?.len();

@@ -585,10 +585,19 @@ impl LogSegment {
         rebuilt.maybe_append_time(max.timestamp, max.offset, true)?;
         // The offset index last: a crash before its rename leaves it as it was, so a segment
         // recovered for a missing or damaged offset index is recovered again.
-        let atomic = write == IndexWrite::Atomic;
         self.indexes_unsynced.store(true, Ordering::Release);
-        self.time_index.rewrite(rebuilt.time_index_bytes(), atomic)?;
-        self.offset_index.rewrite(rebuilt.offset_index_bytes(), atomic)?;
+        let (time_bytes, offset_bytes) = (rebuilt.time_index_bytes(), rebuilt.offset_index_bytes());
+        let max_size = self.offset_index.max_index_size();
+        // Both fit their full size (else a plain rewrite, which keeps any length).
+        let fit = offset_bytes.len() <= max_size / 8 * 8 && time_bytes.len() + 12 <= max_size / 12 * 12;
+        if write == IndexWrite::InPlaceActive && fit {
+            self.time_index.rewrite_mapped(time_bytes)?;
+            self.offset_index.rewrite_mapped(offset_bytes)?;
+        } else {
+            let atomic = write == IndexWrite::Atomic;
+            self.time_index.rewrite(time_bytes, atomic)?;
+            self.offset_index.rewrite(offset_bytes, atomic)?;
+        }
         let mut st = self.state.lock();
         st.max_timestamp_so_far = Some(max);
         st.bytes_since_last_index_entry = valid - last_index_entry;
@@ -835,6 +844,10 @@ pub enum IndexWrite {
     /// Truncated and written in place: for a segment at or past the recovery point, which the
     /// next load recovers again after a crash whatever its index files hold.
     InPlace,
+    /// As `InPlace`, for the active segment: the indexes are left open at their full size
+    /// (`segment.index.bytes`), mapped, ready for appends (`LazyIndex::rewrite_mapped`), instead
+    /// of being cut to their entries and extended again when the log opens.
+    InPlaceActive,
 }
 
 /// Max timestamp of the first v2 batch in `records` (-1 for legacy data).

@@ -58,7 +58,7 @@ pub fn replace_file(path: &Path, contents: &[u8], sync: bool) -> Result<()> {
 pub fn write_file_in_place(path: &Path, contents: &[u8]) -> Result<()> {
     use std::os::unix::fs::FileExt;
     let f = check(path, FaultOp::Open)
-        .and_then(|()| OpenOptions::new().write(true).create(true).truncate(false).open(path))
+        .and_then(|()| open(path, OpenMode::WriteCreate))
         .map_err(|e| Error::io(path, "create", e))?;
     check(path, FaultOp::Write).and_then(|()| f.write_all_at(contents, 0)).map_err(|e| Error::io(path, "write", e))?;
     let len = f.metadata().map_err(|e| Error::io(path, "stat", e))?.len();
@@ -79,7 +79,7 @@ pub fn write_file_in_place(path: &Path, contents: &[u8]) -> Result<()> {
 /// fault-injected: the seam covers the write that follows a mismatch.
 #[must_use]
 pub fn file_has_contents(path: &Path, expected: &[u8]) -> bool {
-    let Ok(file) = File::open(path) else { return false };
+    let Ok(file) = open(path, OpenMode::Read) else { return false };
     let mut buf = vec![0u8; expected.len() + 1];
     matches!(read_prefix(&file, &mut buf), Ok(n) if n == expected.len() && buf[..n] == *expected)
 }
@@ -151,13 +151,171 @@ pub fn start_writeback(file: &File, path: &Path, from: u64, len: u64) {
     let _ = (file, path, from, len);
 }
 
+/// The ways the crate opens a file through [`open`] (`O_CLOEXEC` always, mode `0o666` for a
+/// file created).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// `O_RDONLY`.
+    Read,
+    /// `O_RDWR`.
+    ReadWrite,
+    /// `O_RDWR | O_CREAT`.
+    ReadWriteCreate,
+    /// `O_WRONLY | O_CREAT`.
+    WriteCreate,
+}
+
+impl OpenMode {
+    fn options(self) -> OpenOptions {
+        let mut o = OpenOptions::new();
+        match self {
+            OpenMode::Read => o.read(true),
+            OpenMode::ReadWrite => o.read(true).write(true),
+            OpenMode::ReadWriteCreate => o.read(true).write(true).create(true).truncate(false),
+            OpenMode::WriteCreate => o.write(true).create(true).truncate(false),
+        };
+        o
+    }
+
+    fn flags(self) -> libc::c_int {
+        libc::O_CLOEXEC
+            | match self {
+                OpenMode::Read => libc::O_RDONLY,
+                OpenMode::ReadWrite => libc::O_RDWR,
+                OpenMode::ReadWriteCreate => libc::O_RDWR | libc::O_CREAT,
+                OpenMode::WriteCreate => libc::O_WRONLY | libc::O_CREAT,
+            }
+    }
+}
+
+thread_local! {
+    /// The directory [`DirLock::scope`] set on this thread: its path and a descriptor of it.
+    static DIR_SCOPE: std::cell::RefCell<Option<(std::path::PathBuf, std::os::fd::RawFd)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Opens `path` as `mode` says. Inside a [`DirScope`] on this thread, a file directly in the
+/// scope's directory is opened by its name relative to the directory's descriptor (`openat`):
+/// the kernel resolves one name instead of walking every component of the path, which is most
+/// of an open's cost for the small files of a log's load. Any other path is opened as given.
+///
+/// # Errors
+/// The open's error.
+pub fn open(path: &Path, mode: OpenMode) -> std::io::Result<File> {
+    let scoped = DIR_SCOPE.with(|scope| match &*scope.borrow() {
+        Some((dir, fd)) => name_in_dir(path, dir).map(|name| open_at(*fd, name, mode)),
+        None => None,
+    });
+    match scoped {
+        Some(Some(result)) => result,
+        _ => mode.options().open(path),
+    }
+}
+
+/// The length of the file at `path` (`stat`), relative to the directory of a [`DirScope`] as
+/// [`open`] resolves names.
+///
+/// # Errors
+/// The `stat`'s error.
+pub fn file_len(path: &Path) -> std::io::Result<u64> {
+    let scoped = DIR_SCOPE.with(|scope| match &*scope.borrow() {
+        Some((dir, fd)) => name_in_dir(path, dir).and_then(|name| stat_at(*fd, name)),
+        None => None,
+    });
+    match scoped {
+        Some(result) => result,
+        None => fs::metadata(path).map(|m| m.len()),
+    }
+}
+
+/// The whole of a small file (a checkpoint, a producer snapshot): one open and, for a file of
+/// up to 4 KiB, one read (no `stat` for a size hint), through [`open`].
+///
+/// # Errors
+/// The open's or a read's error.
+pub fn read_small_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    let file = open(path, OpenMode::Read)?;
+    let mut bytes = vec![0u8; 4096];
+    let read = read_prefix(&file, &mut bytes)?;
+    if read < bytes.len() {
+        bytes.truncate(read);
+        return Ok(bytes);
+    }
+    // A positional read leaves the file's offset at 0: the rest is read from where it ended.
+    let mut rest = &file;
+    std::io::Seek::seek(&mut rest, std::io::SeekFrom::Start(read as u64))?;
+    std::io::Read::read_to_end(&mut rest, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// `fstatat(dir_fd, name)`'s size; `None` as [`open_at`].
+fn stat_at(dir_fd: std::os::fd::RawFd, name: &[u8]) -> Option<std::io::Result<u64>> {
+    let mut c_name = [0u8; 256];
+    if name.len() >= c_name.len() || name.contains(&0) {
+        return None;
+    }
+    c_name[..name.len()].copy_from_slice(name);
+    // SAFETY: `stat` is a plain C struct for which all-zero bytes are a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `c_name` is NUL-terminated and outlives the call; fstatat writes only `st`, which
+    // we own; `dir_fd` is the descriptor of the `DirLock` the live `DirScope` borrows.
+    let rc = unsafe { libc::fstatat(dir_fd, c_name.as_ptr().cast(), &raw mut st, 0) };
+    if rc != 0 {
+        return Some(Err(std::io::Error::last_os_error()));
+    }
+    Some(Ok(u64::try_from(st.st_size).unwrap_or(0)))
+}
+
+/// The name of `path` within `dir` when `path` is `dir` + `/` + one plain name.
+fn name_in_dir<'p>(path: &'p Path, dir: &Path) -> Option<&'p [u8]> {
+    use std::os::unix::ffi::OsStrExt;
+    let rest = path.as_os_str().as_bytes().strip_prefix(dir.as_os_str().as_bytes())?.strip_prefix(b"/")?;
+    let plain = !rest.is_empty() && !rest.contains(&b'/') && rest != b"." && rest != b"..";
+    plain.then_some(rest)
+}
+
+/// `openat(dir_fd, name)`; `None` when the name does not fit the stack buffer or holds a NUL
+/// (the caller opens the whole path then).
+fn open_at(dir_fd: std::os::fd::RawFd, name: &[u8], mode: OpenMode) -> Option<std::io::Result<File>> {
+    use std::os::fd::FromRawFd;
+    let mut c_name = [0u8; 256];
+    if name.len() >= c_name.len() || name.contains(&0) {
+        return None;
+    }
+    c_name[..name.len()].copy_from_slice(name);
+    // SAFETY: `c_name` is NUL-terminated (zeroed past `name`, which holds no NUL) and outlives
+    // the call; `dir_fd` is the descriptor of the `DirLock` the live `DirScope` borrows.
+    let fd = unsafe { libc::openat(dir_fd, c_name.as_ptr().cast(), mode.flags(), 0o666 as libc::c_uint) };
+    if fd < 0 {
+        return Some(Err(std::io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` was just returned by openat and nothing else owns it.
+    Some(Ok(unsafe { File::from_raw_fd(fd) }))
+}
+
+/// While alive, [`open`] on this thread opens the files of one directory through the
+/// descriptor a [`DirLock`] holds on it (see [`DirLock::scope`]); dropping it restores what was
+/// set before. Not `Send`: it belongs to the thread that made it.
+#[derive(Debug)]
+pub struct DirScope<'a> {
+    previous: Option<(std::path::PathBuf, std::os::fd::RawFd)>,
+    _lock: std::marker::PhantomData<(&'a DirLock, *const ())>,
+}
+
+impl Drop for DirScope<'_> {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        DIR_SCOPE.with(|scope| *scope.borrow_mut() = previous);
+    }
+}
+
 /// An exclusive advisory lock (`flock`) on a directory, held until dropped. Writable logs take
 /// one on their partition directory so that a second writer, in this process or another, is
 /// refused instead of corrupting the files (and so no mapped index is resized under another
 /// writer's mapping). Nothing is written to the directory.
 #[derive(Debug)]
 pub struct DirLock {
-    _file: File,
+    file: File,
 }
 
 impl DirLock {
@@ -180,7 +338,19 @@ impl DirLock {
                 Error::io(dir, "lock directory", err)
             });
         }
-        Ok(DirLock { _file: file })
+        Ok(DirLock { file })
+    }
+
+    /// Makes [`open`] on this thread open the files directly in `dir` (the directory this lock
+    /// holds) relative to the lock's descriptor, until the returned scope is dropped. For a
+    /// load, which opens the same directory's files by the thousand: while the holder of the
+    /// lock runs it, nothing renames the directory, so its path and the descriptor name the same
+    /// directory.
+    pub fn scope(&self, dir: &Path) -> DirScope<'_> {
+        use std::os::fd::AsRawFd;
+        let fd = self.file.as_raw_fd();
+        let previous = DIR_SCOPE.with(|scope| scope.borrow_mut().replace((dir.to_path_buf(), fd)));
+        DirScope { previous, _lock: std::marker::PhantomData }
     }
 
     /// Takes the lock, waiting while someone else holds it: tries again at growing intervals
@@ -380,5 +550,67 @@ mod tests {
         std::fs::write(&path, &big).unwrap();
         assert!(file_has_contents(&path, &big));
         assert!(!file_has_contents(&path, &big[..big.len() - 1]));
+    }
+}
+
+#[cfg(test)]
+mod dir_scope_tests {
+    use super::*;
+
+    #[test]
+    fn names_directly_in_the_scoped_dir_only() {
+        let dir = Path::new("/a/b");
+        assert_eq!(name_in_dir(Path::new("/a/b/x.log"), dir), Some(&b"x.log"[..]));
+        for other in ["/a/b", "/a/b/", "/a/b/c/x", "/a/bc/x", "/a/x", "/a/b/..", "/a/b/.", "a/b/x"] {
+            assert_eq!(name_in_dir(Path::new(other), dir), None, "{other}");
+        }
+    }
+
+    /// Inside a scope, a file of the locked directory is opened (and measured) through the
+    /// lock's descriptor: after the directory is renamed, its old path still reaches it, as the
+    /// descriptor does (which is why a scope lives only while nothing renames the directory).
+    /// Outside the scope, and once it is dropped, paths resolve as given; scopes nest.
+    #[test]
+    fn a_scope_opens_files_through_the_locked_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, moved, other) = (tmp.path().join("p-0"), tmp.path().join("p-1"), tmp.path().join("q-0"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(dir.join("f"), b"abc").unwrap();
+        std::fs::write(other.join("g"), b"de").unwrap();
+        let lock = DirLock::try_lock(&dir).unwrap();
+        let other_lock = DirLock::try_lock(&other).unwrap();
+        {
+            let _scope = lock.scope(&dir);
+            std::fs::rename(&dir, &moved).unwrap();
+            assert_eq!(std::fs::read(moved.join("f")).unwrap(), b"abc");
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut open(&dir.join("f"), OpenMode::Read).unwrap(), &mut text).unwrap();
+            assert_eq!(text, "abc", "opened through the descriptor");
+            assert_eq!(file_len(&dir.join("f")).unwrap(), 3);
+            assert_eq!(read_small_file(&dir.join("f")).unwrap(), b"abc");
+            drop(open(&dir.join("new"), OpenMode::ReadWriteCreate).unwrap());
+            assert!(moved.join("new").exists(), "created in the locked directory");
+            {
+                let _inner = other_lock.scope(&other);
+                assert_eq!(open(&dir.join("f"), OpenMode::Read).unwrap_err().kind(), std::io::ErrorKind::NotFound);
+                assert_eq!(file_len(&other.join("g")).unwrap(), 2);
+            }
+            assert!(open(&dir.join("f"), OpenMode::Read).is_ok(), "the outer scope is back");
+        }
+        assert_eq!(open(&dir.join("f"), OpenMode::Read).unwrap_err().kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(file_len(&dir.join("f")).unwrap_err().kind(), std::io::ErrorKind::NotFound);
+    }
+
+    /// A small file is read whole, and so is one past the first 4 KiB read.
+    #[test]
+    fn small_files_are_read_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f");
+        for len in [0usize, 1, 4095, 4096, 4097, 10_000] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            std::fs::write(&path, &bytes).unwrap();
+            assert!(read_small_file(&path).unwrap() == bytes, "{len}");
+        }
     }
 }

@@ -25,6 +25,7 @@
 //!   across segments and passes, empty-batch retention, last sequences, large and corrupt
 //!   batches, zero-index grouping, offset overflow split, KAFKA-4298 message sets).
 
+mod active_index;
 mod arguments;
 mod clean_close;
 mod cleaner_pass_two;

@@ -403,6 +403,30 @@ fn carried_recovery_state_writes_what_a_fresh_one_per_segment_writes() {
     assert_eq!(logs[0].aborted_transactions(0, 10).unwrap(), logs[1].aborted_transactions(0, 10).unwrap());
 }
 
+/// A crash recovery hands the producer state it ended with to the log, which takes it as it
+/// would a fresh manager's over the directory: strays below the recovered segment (which the
+/// recovery leaves) are removed as Kafka's `removeStraySnapshots` removes them, and the table
+/// equals a full rebuild's (a read-only open replays the log from its start).
+#[test]
+fn crash_recovery_hands_its_producer_state_to_the_log() {
+    let fx = Fixture::new();
+    transactional_log(&fx);
+    let at = |o: i64| fx.dir.join(segment_file_name(o, ".snapshot"));
+    std::fs::copy(at(4), at(1)).unwrap();
+    std::fs::copy(at(4), at(6)).unwrap();
+    let options = LogOpenOptions { recovery_point: Some(8), ..fx.options() };
+    let log = UnifiedLog::open(&fx.dir, config(&[]), options).unwrap();
+    assert_eq!(log.load_result().segments_recovered, 1);
+    assert!(!at(1).exists() && !at(6).exists(), "strays below the last base go");
+    assert!(at(4).exists() && at(8).exists() && at(10).exists());
+    let rebuilt = fx.open_read_only(&config(&[]));
+    assert_eq!(
+        (log.active_producers(), log.ongoing_transactions()),
+        (rebuilt.active_producers(), rebuilt.ongoing_transactions())
+    );
+    assert_eq!(log.ongoing_transactions(), vec![(PID, 6)]);
+}
+
 /// LogLoaderTest.testRemoveStraySnapshots (Kafka's removeStraySnapshots on load): snapshots at
 /// no segment base go, except the latest when past the last base (the log end's).
 #[test]

@@ -33,6 +33,9 @@ struct RecoveryCarry {
     /// Snapshots past the first recovered segment that Kafka's first rebuild deletes, still on
     /// disk until a segment's snapshot reaches them (`ProducerStateManager::defer_snapshot_deletions`).
     deferred: BTreeMap<i64, SnapshotFile>,
+    /// The snapshots on disk as the loader listed them, for the first manager the recovery
+    /// builds (instead of listing the directory again); taken by it.
+    listed: Option<BTreeMap<i64, SnapshotFile>>,
 }
 
 impl RecoveryCarry {
@@ -151,15 +154,16 @@ fn recover_segment(
             carried = None;
         }
     }
-    let mut psm = match carried {
-        Some(psm) => psm,
-        None => ProducerStateManager::new(
-            setup.topic_partition.clone(),
-            local.dir(),
-            setup.max_transaction_timeout_ms,
-            setup.config,
-            clock.clone(),
-        )?,
+    let mut psm = if let Some(psm) = carried {
+        psm
+    } else {
+        let (tp, timeout) = (setup.topic_partition.clone(), setup.max_transaction_timeout_ms);
+        match carry.as_mut().and_then(|c| c.listed.take()) {
+            Some(listed) => {
+                ProducerStateManager::with_snapshots(tp, local.dir(), timeout, setup.config, clock.clone(), listed)
+            }
+            None => ProducerStateManager::new(tp, local.dir(), timeout, setup.config, clock.clone())?,
+        }
     };
     if let Some(c) = carry.as_mut() {
         psm.defer_snapshot_deletions(std::mem::take(&mut c.deferred));
@@ -248,6 +252,10 @@ fn assign_epochs(epochs: &[(i32, i64)], cache: &LeaderEpochFileCache) -> Result<
 /// "later" ones: only segments at or above the next segment's base offset go. Segments just
 /// recovered for a missing index (`already`) are not recovered twice (Kafka does recover them
 /// again, finding nothing more to cut).
+///
+/// `listed`: the snapshots in the directory, when the caller's listing still shows them. Returns
+/// the producer state the last recovery left (at the log end, its snapshots those on disk),
+/// if the recovery kept one.
 pub(super) fn recover_unflushed(
     dir: &Path,
     recovery_point: i64,
@@ -255,12 +263,13 @@ pub(super) fn recover_unflushed(
     params: &LoadParams<'_>,
     local: &LocalLog,
     result: &mut LoadResult,
-) -> Result<()> {
+    listed: Option<BTreeMap<i64, SnapshotFile>>,
+) -> Result<Option<ProducerStateManager>> {
     let from = local.segments().floor_segment(recovery_point).map_or(i64::MIN, |s| s.base_offset());
     let mut pending: std::collections::VecDeque<_> = local.segments().values_range(from, i64::MAX).into();
     let total = pending.len();
     // The producer state each recovery leaves, for the next segment's (`recover_segment`).
-    let mut carry = RecoveryCarry::default();
+    let mut carry = RecoveryCarry { listed, ..RecoveryCarry::default() };
     while let Some(segment) = pending.pop_front() {
         if let Some(progress) = params.progress {
             progress(pending.len() + 1);
@@ -289,7 +298,7 @@ pub(super) fn recover_unflushed(
     if let Some(progress) = params.progress {
         progress(0);
     }
-    Ok(())
+    Ok(carry.psm)
 }
 
 /// One segment of [`recover_unflushed`]; returns whether it was truncated (the segments from
@@ -304,7 +313,9 @@ fn recover_unflushed_segment(
     carry: &mut RecoveryCarry,
 ) -> Result<bool> {
     // At or past the recovery point: a crash before the next flush recovers it again.
-    if recover_or_split(segment, params, local, result, IndexWrite::InPlace, Some(carry))? == 0 {
+    // The last segment is the active one: its indexes stay open at full size for appends.
+    let write = if next_base == i64::MAX { IndexWrite::InPlaceActive } else { IndexWrite::InPlace };
+    if recover_or_split(segment, params, local, result, write, Some(carry))? == 0 {
         return Ok(false);
     }
     let doomed = local.segments().values_range(next_base, i64::MAX);

@@ -81,6 +81,21 @@ impl ProducerStateManager {
         Ok(psm)
     }
 
+    /// [`Self::new`] with the snapshots its caller listed in `log_dir` just before, under the
+    /// directory's lock (the loader's listing): no second listing.
+    pub fn with_snapshots(
+        topic_partition: TopicPartition,
+        log_dir: &Path,
+        max_transaction_timeout_ms: i32,
+        config: ProducerStateManagerConfig,
+        clock: Arc<dyn Clock>,
+        snapshots: BTreeMap<i64, SnapshotFile>,
+    ) -> Self {
+        let mut psm = Self::new_unlisted(topic_partition, log_dir, max_transaction_timeout_ms, config, clock);
+        psm.snapshots = snapshots;
+        psm
+    }
+
     /// [`Self::new`] without listing the snapshots, for a caller whose next step lists them
     /// ([`Self::remove_stray_snapshots`]): one directory read instead of two.
     pub fn new_unlisted(
@@ -178,9 +193,28 @@ impl ProducerStateManager {
     /// except the largest such one when it is at or past the largest base offset (the one a
     /// clean shutdown wrote at the log end). Left-over `.snapshot.tmp` files go too.
     pub fn remove_stray_snapshots(&mut self, segment_base_offsets: &[i64]) -> Result<()> {
+        let snapshots = scan_snapshot_files(&self.log_dir, true)?.into_iter().map(|s| (s.offset, s)).collect();
+        self.remove_strays_of(snapshots, segment_base_offsets)
+    }
+
+    /// [`Self::remove_stray_snapshots`] over the snapshots this manager holds, for a manager
+    /// that knows them to be those on disk (the loader's recovery built it from a listing and
+    /// made every change since): no listing.
+    ///
+    /// # Errors
+    /// `Io` if a deletion fails.
+    pub fn remove_known_stray_snapshots(&mut self, segment_base_offsets: &[i64]) -> Result<()> {
+        let snapshots = std::mem::take(&mut self.snapshots);
+        self.remove_strays_of(snapshots, segment_base_offsets)
+    }
+
+    /// The body of the two above: `snapshots` (those on disk) without the strays.
+    fn remove_strays_of(
+        &mut self,
+        mut snapshots: BTreeMap<i64, SnapshotFile>,
+        segment_base_offsets: &[i64],
+    ) -> Result<()> {
         let max_base = segment_base_offsets.iter().copied().max();
-        let mut snapshots: BTreeMap<i64, SnapshotFile> =
-            scan_snapshot_files(&self.log_dir, true)?.into_iter().map(|s| (s.offset, s)).collect();
         let strays: Vec<i64> = snapshots.keys().copied().filter(|o| !segment_base_offsets.contains(o)).collect();
         if let Some((&latest, older)) = strays.split_last() {
             for offset in older {

@@ -170,7 +170,7 @@ fn decode_entry(b: &[u8]) -> ProducerStateEntry {
 /// Reads and parses the snapshot at `path`.
 pub fn read_snapshot(path: &Path) -> Result<Vec<ProducerStateEntry>> {
     crate::util::fault::check(path, crate::util::fault::FaultOp::Read).map_err(|e| Error::io(path, "read", e))?;
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, "read", e))?;
+    let bytes = crate::util::file::read_small_file(path).map_err(|e| Error::io(path, "read", e))?;
     decode_snapshot(&bytes, path)
 }
 

@@ -20,8 +20,9 @@ pub const MAX_OFFSET: i64 = i64::MAX;
 /// is not a directory is an I/O error saying what it is (`ENOTDIR`), a read-only or
 /// `create=false` open of a missing one `ENOENT`, a name that is not `<topic>-<partition>` an
 /// `InvalidArgument` saying why. A writable open that creates a missing directory must leave
-/// room for its name on the file system.
-pub(super) fn partition_dir(dir: &Path, read_only: bool, create: bool) -> Result<TopicPartition> {
+/// room for its name on the file system. Also returns whether the directory exists (so an open
+/// creates only a missing one).
+pub(super) fn partition_dir(dir: &Path, read_only: bool, create: bool) -> Result<(TopicPartition, bool)> {
     let not_a_dir = |kind: &str| {
         let message = format!("it is {kind}, not a partition directory (<topic>-<partition>, e.g. orders-0)");
         Err(Error::io(dir, "open log directory", io::Error::new(io::ErrorKind::NotADirectory, message)))
@@ -55,7 +56,7 @@ pub(super) fn partition_dir(dir: &Path, read_only: bool, create: bool) -> Result
         let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         validate_partition_dir_name(&tp, crate::util::file::name_max(parent))?;
     }
-    Ok(tp)
+    Ok((tp, exists))
 }
 
 /// `offset` given as `argument` must not be negative: no offset is. `what` names the offset

@@ -25,10 +25,15 @@ pub struct OffsetAndEpoch {
 }
 
 /// Reads the partition's `leader-epoch-checkpoint` for a load (the cache writes nothing yet).
+/// `listed`: whether the open's listing of `dir` holds the checkpoint (`None`: not listed).
 pub(super) fn load_cache(
     dir: &Path,
     topic_partition: &TopicPartition,
+    listed: Option<bool>,
 ) -> Result<(LeaderEpochFileCache, Vec<EpochEntry>)> {
+    if listed == Some(false) {
+        return Ok((LeaderEpochFileCache::new(topic_partition.clone(), None), Vec::new()));
+    }
     LeaderEpochFileCache::load(dir, topic_partition.clone())
 }
 

@@ -237,8 +237,21 @@ pub(super) fn apply_producer_batch(
     Ok(())
 }
 
+/// What a writable open's load knows of the producer snapshots on disk.
+pub(super) enum KnownProducerState {
+    /// The producer state the recovery past the recovery point ended with (its snapshots are
+    /// those on disk).
+    Recovered(Box<ProducerStateManager>),
+    /// The snapshots the load's listing shows (the load changed none).
+    Listed(std::collections::BTreeMap<i64, crate::log::producer_state::snapshot::SnapshotFile>),
+    /// Nothing: the directory is listed again.
+    Unknown,
+}
+
 /// The producer state of a log being opened: a manager knowing the snapshots in `dir`,
-/// rebuilt up to the log end ([`rebuild_producer_state`]).
+/// rebuilt up to the log end ([`rebuild_producer_state`]). `known`: what the load knows of
+/// the snapshots, so the directory is not listed again (nor the last snapshot read back, for
+/// the state a recovery ended with).
 pub(super) fn open_producer_state(
     dir: &std::path::Path,
     topic_partition: &crate::file_names::TopicPartition,
@@ -246,10 +259,33 @@ pub(super) fn open_producer_state(
     load: &super::LoadResult,
     options: &super::LogOpenOptions,
     now: i64,
+    known: KnownProducerState,
 ) -> Result<ProducerStateManager> {
     let (tp, timeout, config, clock) =
         (topic_partition.clone(), options.max_transaction_timeout_ms, options.producer_state, options.clock.clone());
-    let psm = if options.read_only {
+    let (mut recovered, listed) = match known {
+        KnownProducerState::Recovered(psm) => (Some(*psm), None),
+        KnownProducerState::Listed(snapshots) => (None, Some(snapshots)),
+        KnownProducerState::Unknown => (None, None),
+    };
+    // The state the load's recovery ended with, at the log end with its snapshot there: what a
+    // fresh manager would read back from that snapshot (`reload_from_own_snapshot`), without
+    // listing the directory and reading the file.
+    recovered = recovered.filter(|p| !options.read_only && p.map_end_offset() == load.log_end_offset);
+    if let Some(psm) = recovered.as_mut() {
+        if !psm.reload_from_own_snapshot(now)? {
+            recovered = None;
+        }
+    }
+    let mut psm = if let Some(mut psm) = recovered {
+        psm.remove_known_stray_snapshots(&local.segments().base_offsets())?;
+        psm
+    } else if let Some(snapshots) = listed.filter(|_| !options.read_only) {
+        // The load's listing (nothing it did since changed a snapshot).
+        let mut psm = ProducerStateManager::with_snapshots(tp, dir, timeout, config, clock, snapshots);
+        psm.remove_known_stray_snapshots(&local.segments().base_offsets())?;
+        psm
+    } else if options.read_only {
         ProducerStateManager::new(tp, dir, timeout, config, clock)?
     } else {
         // Kafka's LogLoader: the segment recoveries' own managers may have deleted or written
@@ -258,7 +294,6 @@ pub(super) fn open_producer_state(
         psm.remove_stray_snapshots(&local.segments().base_offsets())?;
         psm
     };
-    let mut psm = psm;
     let params = RebuildParams {
         log_start_offset: load.log_start_offset,
         last_offset: load.log_end_offset,
