@@ -132,7 +132,7 @@ impl Cleaner {
         self.round = 0;
     }
 
-    fn report(&self, phase: &'static str, done: u64, total: u64) {
+    pub(super) fn report(&self, phase: &'static str, done: u64, total: u64) {
         if let Some(sink) = &self.progress {
             sink.report(&Progress { phase, done: done.min(total), total, unit: "bytes", round: self.round });
         }
