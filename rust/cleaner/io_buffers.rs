@@ -6,6 +6,7 @@
 
 use super::filter::Kept;
 use super::offset_map::KeyHash;
+use super::segment_scan::KeyDigest;
 use crate::error::{Error, Result};
 use crate::record::batch::{MAGIC_OFFSET, MAGIC_V2};
 use crate::record::builder::{BatchBuilder, BatchHeader};
@@ -21,6 +22,10 @@ pub(super) struct IoBuffers {
     /// Key digests of one batch's records, and scratch for computing them.
     pub(super) hashes: Vec<Option<KeyHash>>,
     pub(super) digests: Vec<KeyHash>,
+    /// The decision passes' keyed records of one batch, and their keys (kept empty between
+    /// batches: only the allocation is reused).
+    pub(super) key_digests: Vec<KeyDigest>,
+    pub(super) keys: Vec<&'static [u8]>,
     pub(super) builder: BatchBuilder,
     base_size: usize,
     max_size: usize,
@@ -34,6 +39,8 @@ impl IoBuffers {
             scratch: Vec::new(),
             hashes: Vec::new(),
             digests: Vec::new(),
+            key_digests: Vec::new(),
+            keys: Vec::new(),
             builder: BatchBuilder::new(BatchHeader::default()),
             base_size: size,
             max_size,

@@ -56,11 +56,11 @@ use super::cleaner_stats::CleanerStats;
 use super::decision_mode::{DecisionMode, SlicedReport};
 use super::filter::CleanedTransactionMetadata;
 use super::offset_map::KeyHash;
+use super::segment_scan::KeyDigest;
 use crate::error::{Error, Result};
 use crate::index::transaction_index::AbortedTxn;
 use crate::log::unified_log::UnifiedLog;
 use crate::record::batch::MAGIC_V2;
-use crate::record::default_record::Record;
 use crate::segment::log_segment::LogSegment;
 
 /// Keys ahead of their inserts whose slots are prefetched (as pass 1 does).
@@ -288,21 +288,16 @@ impl Cleaner {
                 if txn.on_batch_read(batch) {
                     return Ok(true);
                 }
-                let mut records = Vec::new();
-                batch.for_each_record(scratch, |r| {
-                    records.push(r);
-                    Ok(())
-                })?;
-                let mut mine = c.hashed(&records, |r| r.offset >= start && r.offset < end);
-                mine.retain(|(_, h)| slice.contains(h));
+                let mut mine = c.key_digests(batch, scratch, |o| o >= start && o < end)?;
+                mine.retain(|k| slice.contains(&k.hash));
                 // Prefetch the slots ahead of the inserts, as pass 1 does: the map is far
                 // bigger than the cache, and each insert would otherwise wait on memory.
-                for (_, h) in mine.iter().take(PREFETCH_AHEAD) {
-                    c.cleaner.map.prefetch(h);
+                for k in mine.iter().take(PREFETCH_AHEAD) {
+                    c.cleaner.map.prefetch(&k.hash);
                 }
-                for (i, (r, h)) in mine.iter().enumerate() {
-                    if let Some((_, ahead)) = mine.get(i + PREFETCH_AHEAD) {
-                        c.cleaner.map.prefetch(ahead);
+                for (i, k) in mine.iter().enumerate() {
+                    if let Some(ahead) = mine.get(i + PREFETCH_AHEAD) {
+                        c.cleaner.map.prefetch(&ahead.hash);
                     }
                     while c.cleaner.map.size() >= capacity {
                         if legacy {
@@ -315,14 +310,15 @@ impl Cleaner {
                         slice = low;
                         c.cleaner.map.retain(|h| low.contains(h));
                     }
-                    if !slice.contains(h) {
+                    if !slice.contains(&k.hash) {
                         continue;
                     }
-                    if let Some(old) = c.cleaner.map.put_hash(h, r.offset)?.filter(|old| *old < r.offset) {
+                    if let Some(old) = c.cleaner.map.put_hash(&k.hash, k.offset)?.filter(|old| *old < k.offset) {
                         c.cleaner.mapped.mark_superseded(old);
                     }
-                    c.cleaner.mark(r);
+                    c.cleaner.mark(k);
                 }
+                c.give_back(mine);
                 Ok(true)
             })?;
             if stopped {
@@ -357,25 +353,21 @@ impl Cleaner {
                 if batch.is_control() {
                     return Ok(true);
                 }
-                let mut records = Vec::new();
-                batch.for_each_record(scratch, |r| {
-                    records.push(r);
-                    Ok(())
-                })?;
-                let mut mine = c.hashed(&records, |r| r.offset < start);
-                mine.retain(|(_, h)| slice.contains(h));
-                for (_, h) in mine.iter().take(PREFETCH_AHEAD) {
-                    c.cleaner.map.prefetch(h);
+                let mut mine = c.key_digests(batch, scratch, |o| o < start)?;
+                mine.retain(|k| slice.contains(&k.hash));
+                for k in mine.iter().take(PREFETCH_AHEAD) {
+                    c.cleaner.map.prefetch(&k.hash);
                 }
-                for (i, (r, h)) in mine.iter().enumerate() {
-                    if let Some((_, ahead)) = mine.get(i + PREFETCH_AHEAD) {
-                        c.cleaner.map.prefetch(ahead);
+                for (i, k) in mine.iter().enumerate() {
+                    if let Some(ahead) = mine.get(i + PREFETCH_AHEAD) {
+                        c.cleaner.map.prefetch(&ahead.hash);
                     }
-                    if c.cleaner.map.get_hash(h) > r.offset {
-                        c.cleaner.mapped.mark_superseded(r.offset);
+                    if c.cleaner.map.get_hash(&k.hash) > k.offset {
+                        c.cleaner.mapped.mark_superseded(k.offset);
                     }
-                    c.cleaner.mark(r);
+                    c.cleaner.mark(k);
                 }
+                c.give_back(mine);
                 Ok(true)
             })?;
             if !modern {
@@ -386,11 +378,11 @@ impl Cleaner {
     }
 
     /// Marks a keyed record as decided.
-    fn mark(&mut self, r: &Record<'_>) {
-        if r.value.is_some() {
-            self.mapped.mark_mapped(r.offset);
+    fn mark(&mut self, k: &KeyDigest) {
+        if k.has_value {
+            self.mapped.mark_mapped(k.offset);
         } else {
-            self.mapped.mark_decided(r.offset);
+            self.mapped.mark_decided(k.offset);
         }
     }
 }
