@@ -406,7 +406,7 @@ mod tests {
                         m.put(&key, offset).unwrap();
                         model.insert(hash_key(&key), offset);
                     }
-                    let keep = |h: &KeyHash| modulus != 1 && h[15] % modulus != 0;
+                    let keep = |h: &KeyHash| modulus != 1 && !h[15].is_multiple_of(modulus);
                     let removed = m.retain(keep);
                     let before = model.len();
                     model.retain(|h, _| keep(h));

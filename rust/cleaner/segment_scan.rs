@@ -138,6 +138,23 @@ impl ScanCtx<'_> {
 
 /// An empty vector of key slices of any lifetime, on the allocation of `v` (emptied): the
 /// in-place collect reuses it, as the element types have the same layout.
-fn recycle<'b>(v: Vec<&[u8]>) -> Vec<&'b [u8]> {
-    v.into_iter().filter_map(|_| None).collect()
+fn recycle<'b>(mut v: Vec<&[u8]>) -> Vec<&'b [u8]> {
+    v.clear();
+    v.into_iter().map(|_| &[][..]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::recycle;
+
+    #[test]
+    fn recycle_keeps_the_allocation_and_empties() {
+        let data = [1u8, 2, 3];
+        let mut v: Vec<&[u8]> = Vec::with_capacity(64);
+        v.extend([&data[..1], &data[1..]]);
+        let cap = v.capacity();
+        let w: Vec<&[u8]> = recycle(v);
+        assert!(w.is_empty());
+        assert_eq!(w.capacity(), cap);
+    }
 }
