@@ -388,8 +388,8 @@ def main() -> None:
     print("Memory: the offset map takes 24 bytes a slot (16-byte MD5 + 8-byte offset), allocated whole; at the 0.9")
     print("load factor that is 26.7 bytes per key a pass can hold. compact_now keeps the map of the previous call")
     print("(the warm-up's), so a timed call's RSS growth is what it needs beside the map (pass 1's marks: 2 bits")
-    print("per mapped offset, at most one byte per slot; the sliced decisions: 3 bits per offset of the log and a")
-    print("2 MiB key-counting bitmap, so 128 MiB + 4.9 MB + 2 MiB for 10 M keys = 13.9 bytes per key with the map)")
+    print("per mapped offset, at most one byte per slot; the sliced decisions: 3 bits per offset of the log, so")
+    print("128 MiB + 4.9 MB for 10 M keys = 13.9 bytes per key with the map)")
     for sc, records, size, mine, theirs in rows:
         slots = sc.map_bytes // 24
         rss = statistics.median(r.rss_delta for r in mine)

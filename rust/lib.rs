@@ -31,7 +31,7 @@
 //!
 //! ## `unsafe`
 //!
-//! `unsafe_code` is denied crate-wide and allowed (`#![allow(unsafe_code)]`) in seven modules
+//! `unsafe_code` is denied crate-wide and allowed (`#![allow(unsafe_code)]`) in eight modules
 //! only, each block with a `SAFETY:` comment (the architecture test checks both this list and
 //! the comments):
 //! - `index/mmap.rs`: the index memory maps;
@@ -41,6 +41,7 @@
 //! - `cleaner/offset_map.rs`: the cache prefetch hint of the cleaner's offset map;
 //! - `cleaner/md5x16_avx512.rs`: the AVX-512 MD5 kernel, run only through a token made by the
 //!   run-time CPU check;
+//! - `cleaner/md5x16_avx2.rs`: the AVX2 MD5 kernel, likewise;
 //! - `python/buffer.rs`: the read-only buffer protocol that hands Arrow column bytes to Python
 //!   without a copy;
 //! - `python/arrow_c.rs`: Arrow's C data interface structs, moved out of their PyCapsules and

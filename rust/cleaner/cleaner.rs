@@ -132,7 +132,7 @@ impl Cleaner {
         self.round = 0;
     }
 
-    fn report(&self, phase: &'static str, done: u64, total: u64) {
+    pub(super) fn report(&self, phase: &'static str, done: u64, total: u64) {
         if let Some(sink) = &self.progress {
             sink.report(&Progress { phase, done: done.min(total), total, unit: "bytes", round: self.round });
         }
@@ -502,10 +502,10 @@ impl Cleaner {
             (round.check)()?;
             let n = self.bufs.read_chunk(source, position, size)?;
             stats.add_throttled(self.throttler.maybe_throttle(n as f64));
-            self.bufs.out.clear();
+            self.bufs.kept.clear();
             let bufs = &mut self.bufs;
             let result = filter
-                .filter_to(&bufs.read[..n], &mut bufs.out, &mut bufs.builder, &mut bufs.scratch, stats)
+                .filter_to(&bufs.read[..n], &mut bufs.kept, &mut bufs.builder, &mut bufs.scratch, stats)
                 .map_err(|e| e.in_file(&path, position))?;
             stats.messages_read += result.messages_read;
             stats.bytes_read += result.bytes_read as u64;
@@ -516,7 +516,7 @@ impl Cleaner {
             if let Some(unwritten) = output.deferred {
                 if result.batches_verbatim == result.batches_read {
                     output.deferred = Some(unwritten + result.bytes_read as u64);
-                    bufs.out.clear();
+                    bufs.kept.clear();
                 } else {
                     // The first change: what came before goes out as it was, then this chunk.
                     output.deferred = None;
@@ -524,16 +524,7 @@ impl Cleaner {
                     stats.add_throttled(self.throttler.maybe_throttle(copied as f64));
                 }
             }
-            let bufs = &mut self.bufs;
-            if !bufs.out.is_empty() {
-                dest.append(result.max_offset, &bufs.out, result.messages_retained)?;
-                stats.add_throttled(self.throttler.maybe_throttle(bufs.out.len() as f64));
-                let written = dest.size();
-                if written - output.writeback_from >= WRITEBACK_BYTES {
-                    dest.log().start_writeback(output.writeback_from, written);
-                    output.writeback_from = written;
-                }
-            }
+            write_kept(&self.bufs, &self.throttler, n, (result.max_offset, result.messages_retained), output, stats)?;
             if n > 0 && result.bytes_read == 0 {
                 if self.bufs.is_torn_tail(source, position, n) {
                     source.check_torn_tail(position)?;
@@ -555,6 +546,35 @@ impl Cleaner {
         self.bufs.restore();
         Ok(())
     }
+}
+
+/// Appends what the filter kept of the chunk in the read buffer (`n` bytes; the chunk's
+/// largest offset and record count) to the cleaned segment, each run in one write: batches
+/// kept as they were go straight from the read buffer.
+fn write_kept(
+    bufs: &IoBuffers,
+    throttler: &Throttler,
+    n: usize,
+    (max_offset, records): (i64, u64),
+    output: &mut CleanedOutput<'_>,
+    stats: &mut CleanerStats,
+) -> Result<()> {
+    if bufs.kept.is_empty() {
+        return Ok(());
+    }
+    let dest = output.segment;
+    let mut count = records;
+    for bytes in bufs.kept.slices(&bufs.read[..n]) {
+        // The segment counts records per append; the chunk's count goes with its first run.
+        dest.append(max_offset, bytes, std::mem::take(&mut count))?;
+    }
+    stats.add_throttled(throttler.maybe_throttle(bufs.kept.len() as f64));
+    let written = dest.size();
+    if written - output.writeback_from >= WRITEBACK_BYTES {
+        dest.log().start_writeback(output.writeback_from, written);
+        output.writeback_from = written;
+    }
+    Ok(())
 }
 
 /// How filling a `.cleaned` segment ended.

@@ -40,13 +40,13 @@ impl DecisionMode {
 /// What the sliced decision passes did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SlicedReport {
-    /// Slices planned from the first pass's estimate.
+    /// Slices planned: the first pass's, and those its keys estimated for the rest.
     pub planned: u32,
-    /// Decision passes run (complete or cut short by an overflow).
+    /// Decision passes run, the first included: each one read of the dirty section.
     pub passes: u32,
-    /// Slices that overflowed the map and were split.
+    /// Times a pass halved its slice because the map filled.
     pub splits: u32,
-    /// The estimate of the dirty section's distinct keys.
+    /// The estimate of the dirty section's distinct keys (from the first pass's).
     pub estimated_keys: u64,
     /// Bytes of per-offset marks.
     pub mark_bytes: u64,

@@ -163,6 +163,77 @@ pub struct FilterResult {
     pub batches_verbatim: u64,
 }
 
+/// What [`CleanerFilter::filter_to`] keeps of a chunk, in log order: a batch kept byte for
+/// byte is named by its range in the chunk (never copied: the writer appends it from the read
+/// buffer), a rebuilt or emptied batch is written to `out`.
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// The batches rebuilt or emptied.
+    pub out: Vec<u8>,
+    /// The kept bytes in order, adjacent ranges merged.
+    pub pieces: Vec<Piece>,
+}
+
+/// A run of kept bytes: `start..end` of the chunk or of [`Kept::out`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece {
+    /// Batches kept as they were, in the chunk.
+    Chunk(usize, usize),
+    /// Batches written to `out`.
+    Out(usize, usize),
+}
+
+impl Kept {
+    /// Forgets everything kept.
+    pub fn clear(&mut self) {
+        self.out.clear();
+        self.pieces.clear();
+    }
+
+    /// Bytes kept.
+    pub fn len(&self) -> usize {
+        self.pieces
+            .iter()
+            .map(|p| match *p {
+                Piece::Chunk(a, b) | Piece::Out(a, b) => b - a,
+            })
+            .sum()
+    }
+
+    /// Whether nothing was kept.
+    pub fn is_empty(&self) -> bool {
+        self.pieces.is_empty()
+    }
+
+    /// The kept bytes of `chunk` (the chunk filtered), run by run.
+    pub fn slices<'a>(&'a self, chunk: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.pieces.iter().map(move |p| match *p {
+            Piece::Chunk(a, b) => &chunk[a..b],
+            Piece::Out(a, b) => &self.out[a..b],
+        })
+    }
+
+    /// Keeps `chunk[at..at + len]` as it is.
+    fn keep_verbatim(&mut self, at: usize, len: usize) {
+        match self.pieces.last_mut() {
+            Some(Piece::Chunk(_, end)) if *end == at => *end += len,
+            _ => self.pieces.push(Piece::Chunk(at, at + len)),
+        }
+    }
+
+    /// Keeps what was written to `out` since it was `from` bytes long.
+    fn keep_written(&mut self, from: usize) {
+        let to = self.out.len();
+        if to == from {
+            return;
+        }
+        match self.pieces.last_mut() {
+            Some(Piece::Out(_, end)) if *end == from => *end = to,
+            _ => self.pieces.push(Piece::Out(from, to)),
+        }
+    }
+}
+
 impl CleanerFilter<'_> {
     /// Decides a batch's fate; also returns whether its records are discarded unread and
     /// whether it is a marker of a transaction that left nothing (`containsMarkerForEmptyTxn`).
@@ -247,9 +318,9 @@ impl CleanerFilter<'_> {
     /// so); either way it is not decoded. False when the records must be looked at one by one.
     fn keep_or_drop_whole(
         &self,
-        batch: &AnyBatch<'_>,
+        (position, batch): (usize, &AnyBatch<'_>),
         retention: BatchRetention,
-        out: &mut Vec<u8>,
+        kept: &mut Kept,
         result: &mut FilterResult,
         stats: &mut CleanerStats,
     ) -> Result<bool> {
@@ -257,12 +328,12 @@ impl CleanerFilter<'_> {
         if b.is_control() || b.last_offset() > self.map.latest_offset() {
             return Ok(false);
         }
-        let start = out.len();
         match self.mapped.batch_fate(b.base_offset(), b.last_offset()) {
             BatchFate::Mixed => return Ok(false),
             BatchFate::AllLatest => {
                 let count = batch.record_count()?;
-                out.extend_from_slice(batch.bytes());
+                kept.keep_verbatim(position, batch.size_in_bytes());
+                result.bytes_retained += batch.size_in_bytes();
                 stats.batches_copied_verbatim += 1;
                 result.batches_verbatim += 1;
                 result.messages_read += count;
@@ -272,21 +343,23 @@ impl CleanerFilter<'_> {
             BatchFate::AllSuperseded => {
                 result.messages_read += batch.record_count()?;
                 if retention == BatchRetention::RetainEmpty {
-                    write_empty(batch, out)?;
+                    let start = kept.out.len();
+                    write_empty(batch, &mut kept.out)?;
+                    kept.keep_written(start);
+                    result.bytes_retained += kept.out.len() - start;
                     result.max_offset = result.max_offset.max(b.last_offset());
                 }
             }
         }
-        result.bytes_retained += out.len() - start;
         Ok(true)
     }
 
-    /// Filters the complete batches of `chunk` into `out` (Kafka's `MemoryRecords.filterTo`).
+    /// Filters the complete batches of `chunk` into `kept` (Kafka's `MemoryRecords.filterTo`).
     /// Stops at the first incomplete batch; `bytes_read` tells how far it got.
     pub fn filter_to(
         &mut self,
         chunk: &[u8],
-        out: &mut Vec<u8>,
+        kept: &mut Kept,
         builder: &mut BatchBuilder,
         scratch: &mut Vec<u8>,
         stats: &mut CleanerStats,
@@ -304,7 +377,7 @@ impl CleanerFilter<'_> {
             if retention == BatchRetention::Delete {
                 continue;
             }
-            if !discard_records && self.keep_or_drop_whole(&batch, retention, out, &mut result, stats)? {
+            if !discard_records && self.keep_or_drop_whole((position, &batch), retention, kept, &mut result, stats)? {
                 continue;
             }
             // Decode once; decide each record's fate.
@@ -347,9 +420,9 @@ impl CleanerFilter<'_> {
                 retained_flags.push(keep);
             }
             result.messages_read += records.len() as u64;
-            let kept = retained_flags.iter().filter(|k| **k).count();
-            let start = out.len();
-            if kept > 0 {
+            let kept_count = retained_flags.iter().filter(|k| **k).count();
+            let start = kept.out.len();
+            if kept_count > 0 {
                 let horizon_in_batch = match &batch {
                     AnyBatch::V2(b) => b.delete_horizon_ms(),
                     AnyBatch::Legacy(_) => None,
@@ -357,9 +430,10 @@ impl CleanerFilter<'_> {
                 let need_horizon = batch.magic() >= MAGIC_V2
                     && (contains_tombstones || marker_for_empty_txn)
                     && horizon_in_batch.is_none();
-                let original = batch.magic() >= MAGIC_V2 && kept == records.len();
+                let original = batch.magic() >= MAGIC_V2 && kept_count == records.len();
                 if original && !need_horizon {
-                    out.extend_from_slice(batch.bytes());
+                    kept.keep_verbatim(position, batch.size_in_bytes());
+                    result.bytes_retained += batch.size_in_bytes();
                     stats.batches_copied_verbatim += 1;
                     result.batches_verbatim += 1;
                     result.max_offset = result.max_offset.max(batch.last_offset());
@@ -373,15 +447,16 @@ impl CleanerFilter<'_> {
                     // every read reports (a batch kept verbatim keeps its CRC, and its damage).
                     batch.ensure_valid().map_err(|e| e.with_position_offset(position as u64))?;
                     let kept_records = records.iter().zip(&retained_flags).filter(|(_, k)| **k).map(|(r, _)| r);
-                    rebuild(&batch, kept_records, horizon, builder, out)?;
+                    rebuild(&batch, kept_records, horizon, builder, &mut kept.out)?;
                     result.max_offset = result.max_offset.max(max_offset);
                 }
-                result.messages_retained += kept as u64;
+                result.messages_retained += kept_count as u64;
             } else if retention == BatchRetention::RetainEmpty {
-                write_empty(&batch, out)?;
+                write_empty(&batch, &mut kept.out)?;
                 result.max_offset = result.max_offset.max(batch.last_offset());
             }
-            result.bytes_retained += out.len() - start;
+            result.bytes_retained += kept.out.len() - start;
+            kept.keep_written(start);
         }
         Ok(result)
     }

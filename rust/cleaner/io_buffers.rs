@@ -4,7 +4,9 @@
 //!
 //! Thread-safety: owned by one cleaner; not shared.
 
+use super::filter::Kept;
 use super::offset_map::KeyHash;
+use super::segment_scan::KeyDigest;
 use crate::error::{Error, Result};
 use crate::record::batch::{MAGIC_OFFSET, MAGIC_V2};
 use crate::record::builder::{BatchBuilder, BatchHeader};
@@ -14,11 +16,16 @@ use crate::segment::log_segment::LogSegment;
 /// The read buffer, grown for batches larger than it and restored afterwards.
 pub(super) struct IoBuffers {
     pub(super) read: Vec<u8>,
-    pub(super) out: Vec<u8>,
+    /// What the rewrite keeps of the chunk in `read`.
+    pub(super) kept: Kept,
     pub(super) scratch: Vec<u8>,
     /// Key digests of one batch's records, and scratch for computing them.
     pub(super) hashes: Vec<Option<KeyHash>>,
     pub(super) digests: Vec<KeyHash>,
+    /// The decision passes' keyed records of one batch, and their keys (kept empty between
+    /// batches: only the allocation is reused).
+    pub(super) key_digests: Vec<KeyDigest>,
+    pub(super) keys: Vec<&'static [u8]>,
     pub(super) builder: BatchBuilder,
     base_size: usize,
     max_size: usize,
@@ -28,10 +35,12 @@ impl IoBuffers {
     pub(super) fn new(size: usize, max_size: usize) -> Self {
         IoBuffers {
             read: vec![0; size],
-            out: Vec::with_capacity(size),
+            kept: Kept { out: Vec::with_capacity(size), pieces: Vec::new() },
             scratch: Vec::new(),
             hashes: Vec::new(),
             digests: Vec::new(),
+            key_digests: Vec::new(),
+            keys: Vec::new(),
             builder: BatchBuilder::new(BatchHeader::default()),
             base_size: size,
             max_size,
@@ -116,14 +125,17 @@ impl IoBuffers {
     }
 
     /// Appends the first `len` bytes of `source` (whole batches, all kept as they were) to
-    /// `dest`, chunk by chunk, through the read buffer (which has already held every one of
-    /// those batches). Returns the bytes written.
-    pub(super) fn copy_prefix(&mut self, source: &LogSegment, dest: &LogSegment, len: u64) -> Result<u64> {
+    /// `dest`, chunk by chunk, through a buffer of its own the size of the read buffer (which
+    /// has already held every one of those batches, and may still hold the chunk being
+    /// written). Returns the bytes written.
+    pub(super) fn copy_prefix(&self, source: &LogSegment, dest: &LogSegment, len: u64) -> Result<u64> {
+        let mut buf = vec![0u8; self.read.len()];
         let mut position = 0u64;
         while position < len {
-            let n = self.read_chunk(source, position, len)?;
+            let want = ((len - position) as usize).min(buf.len());
+            let n = source.log().read_at(position, &mut buf[..want])?;
             let (mut valid, mut last_offset, mut records) = (0usize, -1i64, 0u64);
-            for item in BatchIter::new(&self.read[..n]) {
+            for item in BatchIter::new(&buf[..n]) {
                 let (at, batch) = item.map_err(|e| e.in_file(&source.path(), position))?;
                 valid = at + batch.size_in_bytes();
                 last_offset = batch.last_offset();
@@ -135,7 +147,7 @@ impl IoBuffers {
                     source.path().display()
                 )));
             }
-            dest.append(last_offset, &self.read[..valid], records)?;
+            dest.append(last_offset, &buf[..valid], records)?;
             position += valid as u64;
         }
         Ok(position)
@@ -146,8 +158,8 @@ impl IoBuffers {
             self.read.truncate(self.base_size);
             self.read.shrink_to_fit();
         }
-        if self.out.capacity() > 4 * self.base_size {
-            self.out = Vec::with_capacity(self.base_size);
+        if self.kept.out.capacity() > 4 * self.base_size {
+            self.kept.out = Vec::with_capacity(self.base_size);
         }
     }
 }

@@ -21,6 +21,11 @@ pub fn md5_keys(keys: &[&[u8]], out: &mut Vec<KeyHash>) {
         md5_keys_by::<{ super::md5x16_avx512::LANES }>(keys, out, |k, o| avx512.md5_short_keys(k, o));
         return;
     }
+    #[cfg(target_arch = "x86_64")]
+    if let Some(avx2) = super::md5x16_avx2::Avx2::detect() {
+        md5_keys_by::<{ super::md5x16_avx2::LANES }>(keys, out, |k, o| avx2.md5_short_keys(k, o));
+        return;
+    }
     md5_keys_by::<{ md5x8::LANES }>(keys, out, md5x8::md5_short_keys);
 }
 
@@ -92,6 +97,13 @@ mod tests {
         md5_keys(&keys, &mut out); // AVX-512 where the CPU has it
         for (k, h) in keys.iter().zip(&out) {
             assert_eq!(*h, hash_key(k), "key of {} bytes", k.len());
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(avx2) = crate::cleaner::md5x16_avx2::Avx2::detect() {
+            md5_keys_by::<{ crate::cleaner::md5x16_avx2::LANES }>(&keys, &mut out, |k, o| avx2.md5_short_keys(k, o));
+            for (k, h) in keys.iter().zip(&out) {
+                assert_eq!(*h, hash_key(k), "AVX2 code, key of {} bytes", k.len());
+            }
         }
         md5_keys_by::<{ md5x8::LANES }>(&keys, &mut out, md5x8::md5_short_keys); // the portable code everywhere
         for (k, h) in keys.iter().zip(&out) {

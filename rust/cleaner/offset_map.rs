@@ -234,6 +234,67 @@ impl SkimpyOffsetMap {
         -1
     }
 
+    /// Removes every entry whose digest `keep` refuses, and returns how many were removed.
+    /// The survivors keep their Robin Hood order: in one sweep from an empty slot, each moves
+    /// back to its home or just after the survivor before it, whichever is later (every slot
+    /// from its home to where it lands stays taken, and homes still rise along each run).
+    pub fn retain(&mut self, mut keep: impl FnMut(&KeyHash) -> bool) -> usize {
+        let Some(empty) = (0..self.slots).find(|&i| self.slot(i).iter().all(|&b| b == 0)) else {
+            return self.retain_by_reinserting(keep);
+        };
+        let before = self.entries;
+        // Positions counted from the slot after `empty` (no run of entries crosses it).
+        let base = empty + 1;
+        let unwrap = |i: usize, slots: usize| if i >= base { i - base } else { i + slots - base };
+        let mut next_free = 0usize;
+        for j in 0..self.slots {
+            let index = (base + j) % self.slots;
+            let slot = self.slot(index);
+            if slot.iter().all(|&b| b == 0) {
+                continue;
+            }
+            let hash: KeyHash = slot[..HASH_SIZE].try_into().expect("16 bytes");
+            if !keep(&hash) {
+                self.slot_mut(index).fill(0);
+                self.entries -= 1;
+                continue;
+            }
+            let target = unwrap(self.home(&hash), self.slots).max(next_free);
+            if target != j {
+                let mut entry = [0u8; BYTES_PER_ENTRY];
+                entry.copy_from_slice(self.slot(index));
+                self.slot_mut((base + target) % self.slots).copy_from_slice(&entry);
+                self.slot_mut(index).fill(0);
+            }
+            next_free = target + 1;
+        }
+        before - self.entries
+    }
+
+    /// [`SkimpyOffsetMap::retain`] for a map without an empty slot: the survivors are put
+    /// again into the emptied map.
+    fn retain_by_reinserting(&mut self, mut keep: impl FnMut(&KeyHash) -> bool) -> usize {
+        let before = self.entries;
+        let latest = self.latest_offset;
+        let survivors: Vec<(KeyHash, i64)> = (0..self.slots)
+            .map(|i| self.slot(i))
+            .filter(|slot| slot.iter().any(|&b| b != 0))
+            .map(|slot| {
+                let hash: KeyHash = slot[..HASH_SIZE].try_into().expect("16 bytes");
+                (hash, i64::from_be_bytes(slot[HASH_SIZE..].try_into().expect("8 bytes")))
+            })
+            .filter(|(hash, _)| keep(hash))
+            .collect();
+        self.bytes.fill(0);
+        self.entries = 0;
+        for (hash, offset) in &survivors {
+            // Fewer entries than slots went out: each finds a slot.
+            let _ = self.put_hash(hash, *offset);
+        }
+        self.latest_offset = latest;
+        before - self.entries
+    }
+
     fn slot(&self, index: usize) -> &[u8] {
         &self.bytes[index * BYTES_PER_ENTRY..(index + 1) * BYTES_PER_ENTRY]
     }
@@ -319,6 +380,55 @@ mod tests {
             }
             let (k, v) = model.iter().next().map(|(k, v)| (*k, *v)).unwrap();
             assert!(m.put_hash(&hash_key(&k), v).is_err(), "a full map refuses every put");
+        }
+    }
+
+    /// Removing entries (none, some, all) from maps of every fill, full ones included, leaves
+    /// a map that answers like a `HashMap` with the same entries removed, and takes new puts.
+    #[test]
+    fn retain_answers_like_a_hash_map() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for slots in [1usize, 2, 3, 7, 64, 1000, 4099] {
+            for fill in [slots / 2, slots * 9 / 10, slots].map(|f| f.max(1)) {
+                for modulus in [1u8, 2, 3, 255] {
+                    let mut m = SkimpyOffsetMap::new(slots * BYTES_PER_ENTRY).unwrap();
+                    let mut model = std::collections::HashMap::new();
+                    let mut offset = 0i64;
+                    while m.size() < fill {
+                        let key = next().to_be_bytes();
+                        offset += 1;
+                        m.put(&key, offset).unwrap();
+                        model.insert(hash_key(&key), offset);
+                    }
+                    let keep = |h: &KeyHash| modulus != 1 && !h[15].is_multiple_of(modulus);
+                    let removed = m.retain(keep);
+                    let before = model.len();
+                    model.retain(|h, _| keep(h));
+                    assert_eq!((removed, m.size()), (before - model.len(), model.len()), "{slots} slots");
+                    assert_eq!(m.latest_offset(), offset);
+                    for (h, o) in &model {
+                        assert_eq!(m.get_hash(h), *o, "{slots} slots, fill {fill}, modulus {modulus}");
+                    }
+                    for _ in 0..100 {
+                        assert_eq!(m.get_hash(&hash_key(&next().to_be_bytes())), -1);
+                    }
+                    while m.size() < slots {
+                        let key = next().to_be_bytes();
+                        offset += 1;
+                        m.put(&key, offset).unwrap();
+                        model.insert(hash_key(&key), offset);
+                    }
+                    for (h, o) in &model {
+                        assert_eq!(m.get_hash(h), *o, "refilled: {slots} slots, fill {fill}, modulus {modulus}");
+                    }
+                }
+            }
         }
     }
 

@@ -8,10 +8,9 @@
 
 use super::cleaner::Cleaner;
 use super::cleaner_stats::CleanerStats;
-use super::md5_keys::hash_record_keys;
+use super::md5_keys::md5_keys;
 use super::offset_map::KeyHash;
 use crate::error::Result;
-use crate::record::default_record::Record;
 use crate::record::records::{AnyBatch, BatchIter};
 use crate::segment::log_segment::LogSegment;
 
@@ -90,18 +89,72 @@ pub(super) struct ScanCtx<'c> {
     pub(super) records_read: u64,
 }
 
+/// A keyed record of a batch, with its key's MD5 digest: what the decision passes need.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct KeyDigest {
+    pub(super) offset: i64,
+    pub(super) has_value: bool,
+    pub(super) hash: KeyHash,
+}
+
 impl ScanCtx<'_> {
-    /// The records of `records` that `wanted` selects and that have a key, with their
-    /// digests (hashed eight or sixteen at a time).
-    pub(super) fn hashed<'a, 'r>(
+    /// The keyed records of `batch` whose offsets `wanted` selects, with their digests (hashed
+    /// sixteen or eight at a time), in a vector the caller hands back with
+    /// [`ScanCtx::give_back`]. Every record is decoded (and checked) as pass 1 decodes it, but
+    /// nothing is allocated per batch.
+    pub(super) fn key_digests(
         &mut self,
-        records: &'a [Record<'r>],
-        wanted: impl Fn(&Record<'r>) -> bool,
-    ) -> Vec<(&'a Record<'r>, KeyHash)> {
-        self.records_read += records.len() as u64;
+        batch: &AnyBatch<'_>,
+        scratch: &mut Vec<u8>,
+        wanted: impl Fn(i64) -> bool,
+    ) -> Result<Vec<KeyDigest>> {
         let bufs = &mut self.cleaner.bufs;
-        let mut keys = Vec::new();
-        hash_record_keys(records, wanted, &mut keys, &mut bufs.digests, &mut bufs.hashes);
-        records.iter().zip(bufs.hashes.iter()).filter_map(|(r, h)| h.map(|h| (r, h))).collect()
+        let mut out = std::mem::take(&mut bufs.key_digests);
+        out.clear();
+        let mut keys = recycle(std::mem::take(&mut bufs.keys));
+        let mut read = 0u64;
+        batch.for_each_record(scratch, |r| {
+            read += 1;
+            if let Some(key) = r.key.filter(|_| wanted(r.offset)) {
+                keys.push(key);
+                out.push(KeyDigest { offset: r.offset, has_value: r.value.is_some(), hash: [0; 16] });
+            }
+            Ok(())
+        })?;
+        self.records_read += read;
+        md5_keys(&keys, &mut bufs.digests);
+        for (k, h) in out.iter_mut().zip(&bufs.digests) {
+            k.hash = *h;
+        }
+        bufs.keys = recycle(keys);
+        Ok(out)
+    }
+
+    /// Returns the vector [`ScanCtx::key_digests`] lent, for the next batch.
+    pub(super) fn give_back(&mut self, digests: Vec<KeyDigest>) {
+        self.cleaner.bufs.key_digests = digests;
+    }
+}
+
+/// An empty vector of key slices of any lifetime, on the allocation of `v` (emptied): the
+/// in-place collect reuses it, as the element types have the same layout.
+fn recycle<'b>(mut v: Vec<&[u8]>) -> Vec<&'b [u8]> {
+    v.clear();
+    v.into_iter().map(|_| &[][..]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::recycle;
+
+    #[test]
+    fn recycle_keeps_the_allocation_and_empties() {
+        let data = [1u8, 2, 3];
+        let mut v: Vec<&[u8]> = Vec::with_capacity(64);
+        v.extend([&data[..1], &data[1..]]);
+        let cap = v.capacity();
+        let w: Vec<&[u8]> = recycle(v);
+        assert!(w.is_empty());
+        assert_eq!(w.capacity(), cap);
     }
 }

@@ -36,15 +36,18 @@
 //! is why [`DecisionMode::Rounds`] stays the default: it gives Kafka's states byte for byte.
 //!
 //! # Slices and memory
-//! The first pass is Kafka's own (`build_offset_map`); only when it fills does slicing start.
-//! The number of slices is the dirty section's distinct keys, estimated by linear counting in
-//! one read of it (a 2 MiB bitmap; past ~40 M keys, the first pass's keys extrapolated over the
-//! section's offsets), divided by the map's capacity; a slice whose keys overflow the map is split in two
-//! and each half scanned again (what a partial pass marked stays true: a record marked
-//! superseded has a later record of its key). Memory: the one offset map
-//! (`log.cleaner.dedupe.buffer.size`) plus three bits per offset of the log below the
-//! cleanable end, capped at [`SLICED_OFFSETS_PER_SLOT`] offsets per map slot or
-//! [`SLICED_MIN_TRACKED_OFFSETS`], whichever is more (beyond, rounds).
+//! Every decision pass is adaptive: it maps the keys of its slice over the whole dirty
+//! section, and when the map reaches its load factor it halves the slice, drops the keys of the
+//! upper half from the map (their records' marks are rewritten by the pass that later takes
+//! that half: a record marked superseded has a later record of its key, and every record of a
+//! key is marked again when its slice is mapped), leaves the upper half for a later pass, and
+//! goes on. So no pass is thrown away. The first pass starts with the whole hash space: when
+//! every key fits, it is Kafka's own single pass (`build_offset_map`) and the map stays for the
+//! rewrite. When it had to halve, the keys it decided, over the share of the hash space it
+//! kept, estimate the rest, which is cut into as many equal slices as the map's capacity needs.
+//! Memory: the one offset map (`log.cleaner.dedupe.buffer.size`) plus three bits per offset of
+//! the log below the cleanable end, capped at [`SLICED_OFFSETS_PER_SLOT`] offsets per map slot
+//! or [`SLICED_MIN_TRACKED_OFFSETS`], whichever is more (beyond, rounds).
 //!
 //! Thread-safety: runs on the cleaner's thread, as part of its clean.
 
@@ -53,16 +56,12 @@ use super::cleaner_stats::CleanerStats;
 use super::decision_mode::{DecisionMode, SlicedReport};
 use super::filter::CleanedTransactionMetadata;
 use super::offset_map::KeyHash;
+use super::segment_scan::KeyDigest;
 use crate::error::{Error, Result};
 use crate::index::transaction_index::AbortedTxn;
 use crate::log::unified_log::UnifiedLog;
 use crate::record::batch::MAGIC_V2;
-use crate::record::default_record::Record;
 use crate::segment::log_segment::LogSegment;
-
-/// Bits of the key-counting bitmap (2 MiB): accurate to well under 1% up to about 40 M
-/// distinct keys; beyond, the first pass's fill point is extrapolated instead.
-const COUNTING_BITS: usize = 1 << 24;
 
 /// Keys ahead of their inserts whose slots are prefetched (as pass 1 does).
 const PREFETCH_AHEAD: usize = 16;
@@ -97,29 +96,43 @@ impl Slice {
     }
 }
 
-/// `n` slices of equal width covering the whole hash space, first slice first.
-fn equal_slices(n: u64) -> Vec<Slice> {
-    let n = u128::from(n.max(1));
-    let bound = |i: u128| (i << 64) / n;
+/// `n` slices of (nearly) equal width covering `range`, lowest first.
+fn split_range(range: Slice, n: u64) -> Vec<Slice> {
+    let width = u128::from(range.hi - range.lo) + 1;
+    let n = u128::from(n.max(1)).min(width);
+    let bound = |i: u128| u128::from(range.lo) + i * width / n;
     (0..n).map(|i| Slice { lo: bound(i) as u64, hi: (bound(i + 1) - 1) as u64 }).collect()
 }
 
 /// The number of slices for `estimated` keys with `capacity` keys a pass.
 fn slice_count(estimated: u64, capacity: usize) -> u64 {
-    estimated.div_ceil(capacity.max(1) as u64).max(2)
+    estimated.div_ceil(capacity.max(1) as u64).max(1)
 }
 
-/// How a slice's pass over the dirty section ended.
+/// The whole hash space.
+const WHOLE: Slice = Slice { lo: 0, hi: u64::MAX };
+
+/// The number of equal slices that `rest` (a share of the hash space) needs, from `mapped` keys
+/// found in `done`, for `capacity` keys a pass.
+fn planned_slices(mapped: u64, done: Slice, rest: Slice, capacity: usize) -> (u64, u64) {
+    let width = |s: Slice| u128::from(s.hi - s.lo) + 1;
+    let estimated = (u128::from(mapped) * width(rest)).div_ceil(width(done)) as u64;
+    (estimated, slice_count(estimated, capacity))
+}
+
+/// What a decision pass over the dirty section did.
 enum SlicePass {
-    Complete,
-    Overflow,
+    /// Every key of the slice it ended with (which it may have halved, more than once) is
+    /// decided; the halves it gave up are pending.
+    Done(Slice),
+    /// A legacy (magic < 2) batch and a full map: the clean goes in rounds.
     Legacy,
 }
 
 impl Cleaner {
-    /// Pass 1 of a clean of `[start, end)`: Kafka's `build_offset_map`, then, in the sliced
-    /// mode when the map filled before `end`, the sliced decision passes. Returns the end of
-    /// what the rewrite decides (the map's latest offset + 1).
+    /// Pass 1 of a clean of `[start, end)` (what the rewrite decides ends at the returned
+    /// offset): Kafka's `build_offset_map`, or in the sliced mode the adaptive decision passes,
+    /// which fall back to Kafka's when the log cannot be decided in slices.
     pub(super) fn map_dirty_section(
         &mut self,
         log: &UnifiedLog,
@@ -129,50 +142,35 @@ impl Cleaner {
         stats: &mut CleanerStats,
         check: &dyn Fn() -> Result<()>,
     ) -> Result<i64> {
-        self.build_offset_map(log, start, end, aborted, stats, check)?;
-        let fill_end = self.map.latest_offset() + 1;
         self.sliced = None;
-        if fill_end >= end || self.params.decision_mode != DecisionMode::Sliced {
-            return Ok(fill_end);
+        if self.params.decision_mode == DecisionMode::Sliced {
+            if let Some(end) = self.decide_by_slices(log, start, end, aborted, stats, check)? {
+                return Ok(end);
+            }
+            log::info!(
+                "Cleaner {}: {} cannot be decided in hash slices: cleaning in rounds",
+                self.id,
+                log.topic_partition()
+            );
         }
-        let partition = log.topic_partition();
-        let Some(report) = self.decide_by_slices(log, start, end, fill_end, aborted, stats, check)? else {
-            log::info!("Cleaner {}: {partition} cannot be decided in hash slices: cleaning in rounds", self.id);
-            self.build_offset_map(log, start, end, aborted, stats, check)?;
-            return Ok(self.map.latest_offset() + 1);
-        };
-        let bytes_per_key = (self.map.memory() as u64 + report.mark_bytes) as f64 / report.estimated_keys.max(1) as f64;
-        log::info!(
-            "Cleaner {}: {partition}: the map filled at offset {fill_end} of [{start}, {end}); decided every key in {} \
-             hash-sliced passes ({} planned for ~{} keys, {} split; {} bytes of marks, {bytes_per_key:.1} bytes per \
-             key with the map): one rewrite",
-            self.id,
-            report.passes,
-            report.planned,
-            report.estimated_keys,
-            report.splits,
-            report.mark_bytes
-        );
-        self.sliced = Some(report);
-        Ok(end)
+        self.build_offset_map(log, start, end, aborted, stats, check)?;
+        Ok(self.map.latest_offset() + 1)
     }
 
-    /// After a first pass (`build_offset_map`) that filled the map at `fill_end`, decides the
-    /// fate of every keyed record below `end` in hash slices and leaves the map empty with its
-    /// latest offset at `end - 1`, for one rewrite. `Ok(None)`: the log cannot be decided this
-    /// way (see the module docs); the map and marks are then stale, and the caller cleans in
-    /// rounds.
-    #[allow(clippy::too_many_arguments)]
+    /// Decides the fate of every keyed record below `end` in adaptive hash-sliced passes and
+    /// returns `end`: with the map holding every key of the dirty section when one pass did
+    /// (Kafka's single pass), else empty with its latest offset at `end - 1`, the marks saying
+    /// everything. `Ok(None)`: the log cannot be decided this way (see the module docs); the
+    /// map and marks are then stale, and the caller cleans in rounds.
     pub(super) fn decide_by_slices(
         &mut self,
         log: &UnifiedLog,
         start: i64,
         end: i64,
-        fill_end: i64,
         aborted: &[AbortedTxn],
         stats: &mut CleanerStats,
         check: &dyn Fn() -> Result<()>,
-    ) -> Result<Option<SlicedReport>> {
+    ) -> Result<Option<i64>> {
         if log.config().delete_retention_ms <= 0 {
             return Ok(None);
         }
@@ -187,59 +185,87 @@ impl Cleaner {
             );
             return Ok(None);
         }
-        let capacity = self.map_capacity();
-        let mapped = self.map.size() as u64;
-        let seen = (fill_end - start).max(1) as u64;
-        let extrapolated = mapped.saturating_mul((end - start) as u64) / seen;
         let dirty = log.log_segments(start, end);
-        let estimated = match self.count_keys(&dirty, start, end, stats, check)? {
-            Some(counted) => counted.max(mapped),
-            None => extrapolated,
-        };
-        let mut pending = equal_slices(slice_count(estimated, capacity));
-        pending.reverse();
-        let mut report = SlicedReport {
-            planned: pending.len() as u32,
-            estimated_keys: estimated,
-            mark_bytes: (tracked as u64).div_ceil(64) * 8 * 3,
-            ..SlicedReport::default()
-        };
+        log::info!(
+            "Cleaner {}: Building offset map for log {} for {} segments in offset range [{start}, {end}) in hash slices.",
+            self.id,
+            log.topic_partition(),
+            dirty.len()
+        );
+        self.max_message_bytes = log.config().max_message_bytes.max(0) as usize;
         self.mapped.clear(first, tracked);
+        let mut pending = Vec::new();
+        let mut report = SlicedReport { mark_bytes: (tracked as u64).div_ceil(64) * 8 * 3, ..SlicedReport::default() };
+        let first_slice = match self.map_slice(&dirty, WHOLE, start, end, aborted, stats, check, &mut pending)? {
+            SlicePass::Legacy => return Ok(None),
+            SlicePass::Done(slice) => slice,
+        };
+        report.passes = 1;
+        if first_slice == WHOLE {
+            // Every key fitted: Kafka's single pass, whose map the rewrite reads.
+            self.map.update_latest_offset(end - 1);
+            return Ok(Some(end));
+        }
         let clean: Vec<_> = all.iter().filter(|s| s.base_offset() < start).cloned().collect();
+        if !self.look_up_slice(&clean, first_slice, start, stats, check)? {
+            return Ok(None);
+        }
+        report.splits = pending.len() as u32;
+        let rest = Slice { lo: first_slice.hi + 1, hi: u64::MAX };
+        let (estimated, planned) = planned_slices(self.map.size() as u64, first_slice, rest, self.map_capacity());
+        report.estimated_keys = estimated + self.map.size() as u64;
+        report.planned = planned as u32 + 1;
+        pending = split_range(rest, planned);
+        pending.reverse();
         while let Some(slice) = pending.pop() {
             report.passes += 1;
-            match self.map_slice(&dirty, slice, start, end, aborted, stats, check)? {
+            let before = pending.len();
+            let done = match self.map_slice(&dirty, slice, start, end, aborted, stats, check, &mut pending)? {
                 SlicePass::Legacy => return Ok(None),
-                SlicePass::Overflow => {
-                    let (a, b) = slice.split().ok_or_else(|| Error::illegal_state("a one-key slice overflowed"))?;
-                    report.splits += 1;
-                    pending.push(b);
-                    pending.push(a);
-                }
-                SlicePass::Complete => {
-                    if !self.look_up_slice(&clean, slice, start, stats, check)? {
-                        return Ok(None);
-                    }
-                }
+                SlicePass::Done(done) => done,
+            };
+            report.splits += (pending.len() - before) as u32;
+            if !self.look_up_slice(&clean, done, start, stats, check)? {
+                return Ok(None);
             }
         }
         self.map.clear();
         self.map.update_latest_offset(end - 1);
-        Ok(Some(report))
+        self.log_sliced(log, start, end, &report);
+        self.sliced = Some(report);
+        Ok(Some(end))
+    }
+
+    fn log_sliced(&self, log: &UnifiedLog, start: i64, end: i64, report: &SlicedReport) {
+        let bytes_per_key = (self.map.memory() as u64 + report.mark_bytes) as f64 / report.estimated_keys.max(1) as f64;
+        log::info!(
+            "Cleaner {}: {}: [{start}, {end}) holds more keys than the map: decided every key in {} hash-sliced \
+             passes ({} planned for ~{} keys, {} halved; {} bytes of marks, {bytes_per_key:.1} bytes per key with \
+             the map): one rewrite",
+            self.id,
+            log.topic_partition(),
+            report.passes,
+            report.planned,
+            report.estimated_keys,
+            report.splits,
+            report.mark_bytes
+        );
     }
 
     /// Maps the keys of `slice` in the dirty segments `[start, end)` (as `build_offset_map`
-    /// does, aborted data skipped), marking each record's fate.
+    /// does, aborted data skipped), marking each record's fate. When the map fills, the slice
+    /// is halved, the upper half's keys leave the map and the half goes on `pending`.
     #[allow(clippy::too_many_arguments)]
     fn map_slice(
         &mut self,
         dirty: &[std::sync::Arc<LogSegment>],
-        slice: Slice,
+        mut slice: Slice,
         start: i64,
         end: i64,
         aborted: &[AbortedTxn],
         stats: &mut CleanerStats,
         check: &dyn Fn() -> Result<()>,
+        pending: &mut Vec<Slice>,
     ) -> Result<SlicePass> {
         self.map.clear();
         let capacity = self.map_capacity();
@@ -247,14 +273,14 @@ impl Cleaner {
         txn.add_aborted_transactions(
             &aborted.iter().filter(|t| t.last_offset >= start && t.first_offset < end).copied().collect::<Vec<_>>(),
         );
+        let mut legacy = false;
+        let (total, mut done) = (dirty.iter().map(|s| s.size()).sum::<u64>(), 0);
+        self.report("indexing", 0, total);
         for segment in dirty {
             let from = u64::from(segment.offset_index().get()?.lookup(start).position);
-            let mut outcome = SlicePass::Complete;
+            let mut stopped = false;
             self.scan_batches(segment, from, stats, check, |c, batch, scratch| {
-                if batch.magic() < MAGIC_V2 {
-                    outcome = SlicePass::Legacy;
-                    return Ok(false);
-                }
+                legacy |= batch.magic() < MAGIC_V2;
                 if batch.is_control() {
                     txn.on_control_batch_read(batch, scratch)?;
                     return Ok(true);
@@ -262,38 +288,49 @@ impl Cleaner {
                 if txn.on_batch_read(batch) {
                     return Ok(true);
                 }
-                let mut records = Vec::new();
-                batch.for_each_record(scratch, |r| {
-                    records.push(r);
-                    Ok(())
-                })?;
-                let mut mine = c.hashed(&records, |r| r.offset >= start && r.offset < end);
-                mine.retain(|(_, h)| slice.contains(h));
+                let mut mine = c.key_digests(batch, scratch, |o| o >= start && o < end)?;
+                mine.retain(|k| slice.contains(&k.hash));
                 // Prefetch the slots ahead of the inserts, as pass 1 does: the map is far
                 // bigger than the cache, and each insert would otherwise wait on memory.
-                for (_, h) in mine.iter().take(PREFETCH_AHEAD) {
-                    c.cleaner.map.prefetch(h);
+                for k in mine.iter().take(PREFETCH_AHEAD) {
+                    c.cleaner.map.prefetch(&k.hash);
                 }
-                for (i, (r, h)) in mine.iter().enumerate() {
-                    if let Some((_, ahead)) = mine.get(i + PREFETCH_AHEAD) {
-                        c.cleaner.map.prefetch(ahead);
+                for (i, k) in mine.iter().enumerate() {
+                    if let Some(ahead) = mine.get(i + PREFETCH_AHEAD) {
+                        c.cleaner.map.prefetch(&ahead.hash);
                     }
-                    if c.cleaner.map.size() >= capacity {
-                        outcome = SlicePass::Overflow;
-                        return Ok(false);
+                    while c.cleaner.map.size() >= capacity {
+                        if legacy {
+                            stopped = true;
+                            return Ok(false);
+                        }
+                        let (low, high) =
+                            slice.split().ok_or_else(|| Error::illegal_state("a one-key slice overflowed"))?;
+                        pending.push(high);
+                        slice = low;
+                        c.cleaner.map.retain(|h| low.contains(h));
                     }
-                    if let Some(old) = c.cleaner.map.put_hash(h, r.offset)?.filter(|old| *old < r.offset) {
+                    if !slice.contains(&k.hash) {
+                        continue;
+                    }
+                    if let Some(old) = c.cleaner.map.put_hash(&k.hash, k.offset)?.filter(|old| *old < k.offset) {
                         c.cleaner.mapped.mark_superseded(old);
                     }
-                    c.cleaner.mark(r);
+                    c.cleaner.mark(k);
                 }
+                c.give_back(mine);
                 Ok(true)
             })?;
-            if !matches!(outcome, SlicePass::Complete) {
-                return Ok(outcome);
+            if stopped {
+                return Ok(SlicePass::Legacy);
             }
+            done += segment.size();
+            self.report("indexing", done, total);
         }
-        Ok(SlicePass::Complete)
+        if legacy && slice != WHOLE {
+            return Ok(SlicePass::Legacy);
+        }
+        Ok(SlicePass::Done(slice))
     }
 
     /// Looks the keys of `slice` in the clean section (below `start`) up in the slice's map,
@@ -316,25 +353,21 @@ impl Cleaner {
                 if batch.is_control() {
                     return Ok(true);
                 }
-                let mut records = Vec::new();
-                batch.for_each_record(scratch, |r| {
-                    records.push(r);
-                    Ok(())
-                })?;
-                let mut mine = c.hashed(&records, |r| r.offset < start);
-                mine.retain(|(_, h)| slice.contains(h));
-                for (_, h) in mine.iter().take(PREFETCH_AHEAD) {
-                    c.cleaner.map.prefetch(h);
+                let mut mine = c.key_digests(batch, scratch, |o| o < start)?;
+                mine.retain(|k| slice.contains(&k.hash));
+                for k in mine.iter().take(PREFETCH_AHEAD) {
+                    c.cleaner.map.prefetch(&k.hash);
                 }
-                for (i, (r, h)) in mine.iter().enumerate() {
-                    if let Some((_, ahead)) = mine.get(i + PREFETCH_AHEAD) {
-                        c.cleaner.map.prefetch(ahead);
+                for (i, k) in mine.iter().enumerate() {
+                    if let Some(ahead) = mine.get(i + PREFETCH_AHEAD) {
+                        c.cleaner.map.prefetch(&ahead.hash);
                     }
-                    if c.cleaner.map.get_hash(h) > r.offset {
-                        c.cleaner.mapped.mark_superseded(r.offset);
+                    if c.cleaner.map.get_hash(&k.hash) > k.offset {
+                        c.cleaner.mapped.mark_superseded(k.offset);
                     }
-                    c.cleaner.mark(r);
+                    c.cleaner.mark(k);
                 }
+                c.give_back(mine);
                 Ok(true)
             })?;
             if !modern {
@@ -344,51 +377,12 @@ impl Cleaner {
         Ok(true)
     }
 
-    /// Estimates the distinct keys of the dirty section by linear counting (each key's digest
-    /// sets one bit of [`COUNTING_BITS`]; n = -m ln(share of bits still clear)), or `None` when
-    /// the bitmap is too full to say (then the first pass's fill point is extrapolated). A key
-    /// read only in aborted data counts too: the estimate may only be a little high.
-    fn count_keys(
-        &mut self,
-        dirty: &[std::sync::Arc<LogSegment>],
-        start: i64,
-        end: i64,
-        stats: &mut CleanerStats,
-        check: &dyn Fn() -> Result<()>,
-    ) -> Result<Option<u64>> {
-        let mut bits = vec![0u64; COUNTING_BITS / 64];
-        for segment in dirty {
-            let from = u64::from(segment.offset_index().get()?.lookup(start).position);
-            self.scan_batches(segment, from, stats, check, |c, batch, scratch| {
-                if batch.is_control() {
-                    return Ok(true);
-                }
-                let mut records = Vec::new();
-                batch.for_each_record(scratch, |r| {
-                    records.push(r);
-                    Ok(())
-                })?;
-                for (_, h) in c.hashed(&records, |r| r.offset >= start && r.offset < end) {
-                    let bit = u64::from_be_bytes(h[8..16].try_into().expect("8 bytes")) as usize % COUNTING_BITS;
-                    bits[bit / 64] |= 1 << (bit % 64);
-                }
-                Ok(true)
-            })?;
-        }
-        let clear = bits.iter().map(|w| u64::from(w.count_zeros())).sum::<u64>();
-        if clear < (COUNTING_BITS / 20) as u64 {
-            return Ok(None);
-        }
-        let m = COUNTING_BITS as f64;
-        Ok(Some((-m * (clear as f64 / m).ln()).ceil() as u64))
-    }
-
     /// Marks a keyed record as decided.
-    fn mark(&mut self, r: &Record<'_>) {
-        if r.value.is_some() {
-            self.mapped.mark_mapped(r.offset);
+    fn mark(&mut self, k: &KeyDigest) {
+        if k.has_value {
+            self.mapped.mark_mapped(k.offset);
         } else {
-            self.mapped.mark_decided(r.offset);
+            self.mapped.mark_decided(k.offset);
         }
     }
 }
@@ -398,27 +392,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slices_cover_the_hash_space_once() {
-        for n in [1u64, 2, 3, 7, 1000] {
-            let s = equal_slices(n);
-            assert_eq!(s.len() as u64, n);
-            assert_eq!((s[0].lo, s[s.len() - 1].hi), (0, u64::MAX));
-            for w in s.windows(2) {
-                assert_eq!(w[0].hi + 1, w[1].lo);
+    fn slices_cover_their_range_once() {
+        let ranges = [WHOLE, Slice { lo: 1 << 63, hi: u64::MAX }, Slice { lo: 10, hi: 12 }, Slice { lo: 7, hi: 7 }];
+        for range in ranges {
+            for n in [1u64, 2, 3, 7, 1000] {
+                let s = split_range(range, n);
+                assert_eq!(s.len() as u128, u128::from(n).min(u128::from(range.hi - range.lo) + 1));
+                assert_eq!((s[0].lo, s[s.len() - 1].hi), (range.lo, range.hi));
+                for w in s.windows(2) {
+                    assert!(w[0].lo <= w[0].hi);
+                    assert_eq!(w[0].hi + 1, w[1].lo);
+                }
             }
-            let (a, b) = s[0].split().unwrap();
-            assert_eq!((a.lo, a.hi + 1, b.hi), (s[0].lo, b.lo, s[0].hi));
         }
+        let (a, b) = WHOLE.split().unwrap();
+        assert_eq!((a.lo, a.hi + 1, b.hi), (0, b.lo, u64::MAX));
         assert_eq!(Slice { lo: 5, hi: 5 }.split(), None);
         let mut h = [0u8; 16];
         h[4..12].copy_from_slice(&u64::MAX.to_be_bytes());
-        assert!(equal_slices(3)[2].contains(&h) && !equal_slices(3)[1].contains(&h));
+        assert!(split_range(WHOLE, 3)[2].contains(&h) && !split_range(WHOLE, 3)[1].contains(&h));
     }
 
     #[test]
     fn slice_count_from_the_estimate() {
-        assert_eq!(slice_count(10, 100), 2);
+        assert_eq!(slice_count(10, 100), 1);
         assert_eq!(slice_count(1000, 100), 10);
         assert_eq!(slice_count(1001, 100), 11);
+        // 5 M keys in the lower half: about 5 M more in the upper half, one more pass.
+        let (low, high) = WHOLE.split().unwrap();
+        assert_eq!(planned_slices(5_000_000, low, high, 5_033_164), (5_000_000, 1));
+        let quarter = low.split().unwrap().0;
+        let rest = Slice { lo: quarter.hi + 1, hi: u64::MAX };
+        assert_eq!(planned_slices(4_000_000, quarter, rest, 5_033_164), (12_000_000, 3));
     }
 }
