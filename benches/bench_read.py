@@ -7,9 +7,12 @@ over segments of ``--segment-mb``. The files are read once untimed, so the page 
 Each round times, one after the other:
 - the floor: a plain read of the same ``.log`` files (``readinto`` of 1 MiB chunks into one
   reused buffer, the copy out of the page cache and nothing else);
-- ``to_arrow()`` over the whole log (read_uncommitted), building Spark's Kafka-source columns.
+- ``to_arrow(use_threads=False)`` over the whole log (read_uncommitted), building Spark's
+  Kafka-source columns on one thread;
+- ``to_arrow()``, the default: the range cut into pieces decoded at once on up to
+  ``pyarrow.cpu_count()`` threads (``kafkalog.arrow_read``).
 
-Throughput is bytes of ``.log`` per second for both. The script prints each round, then the
+Throughput is bytes of ``.log`` per second for all three. The script prints each round, then the
 median of ``--repeat`` rounds and the ratio, with the load average before and after (the
 machine is often shared). Issue 17's goal: to_arrow at 3 GB/s or more.
 
@@ -24,6 +27,7 @@ import statistics
 import time
 from pathlib import Path
 
+import pyarrow as pa
 from bench_common import machine, work_dir
 
 import kafkalog
@@ -89,18 +93,24 @@ def main() -> None:
                 f"{args.batch_records} per batch): {size / 1e6:.1f} MB of .log in {len(files)} segments"
             )
             print(f"before: {machine()}")
-            floors, reads = [], []
+            floors, singles, reads = [], [], []
             for i in range(args.repeat):
                 floor = timed(lambda: plain_read(files, buf))
+                single = timed(lambda: log.to_arrow(use_threads=False))
                 read = timed(log.to_arrow)
                 floors.append(floor)
+                singles.append(single)
                 reads.append(read)
-                print(f"  round {i + 1}: floor {size / floor / 1e9:6.2f} GB/s   to_arrow {size / read / 1e9:6.2f} GB/s")
-        floor, read = statistics.median(floors), statistics.median(reads)
-        print(f"median of {args.repeat}:")
-        print(f"  plain read (floor)  {floor * 1e3:8.1f} ms  {size / floor / 1e9:6.2f} GB/s")
-        print(f"  to_arrow            {read * 1e3:8.1f} ms  {size / read / 1e9:6.2f} GB/s  ({args.records / read / 1e6:.1f} M rec/s)")
-        print(f"  to_arrow / floor    {floor / read:8.2f}")
+                print(
+                    f"  round {i + 1}: floor {size / floor / 1e9:6.2f} GB/s   to_arrow 1 thread "
+                    f"{size / single / 1e9:6.2f} GB/s   to_arrow {size / read / 1e9:6.2f} GB/s"
+                )
+        floor, single, read = statistics.median(floors), statistics.median(singles), statistics.median(reads)
+        print(f"median of {args.repeat} ({pa.cpu_count()} threads for to_arrow):")
+        print(f"  plain read (floor)       {floor * 1e3:8.1f} ms  {size / floor / 1e9:6.2f} GB/s")
+        for name, t in [("to_arrow, 1 thread", single), ("to_arrow", read)]:
+            print(f"  {name:<23}  {t * 1e3:8.1f} ms  {size / t / 1e9:6.2f} GB/s  ({args.records / t / 1e6:.1f} M rec/s)")
+        print(f"  to_arrow / floor         {floor / read:8.2f}   (1 thread: {floor / single:.2f})")
         print(f"after: {machine()}")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from . import _arguments as arg
-from . import _native
+from . import _native, arrow_read
 from ._native import Progress
 from .arrow import KAFKA_SCHEMA, columns_to_record_batch
 from .arrow_write import ArrowData, record_batch_capsules
@@ -533,13 +533,37 @@ class UnifiedLog:
         end: int | None = None,
         isolation: str = "read_uncommitted",
         *,
+        use_threads: bool = True,
         on_progress: Callable[[Progress], None] | None = None,
     ) -> pa.Table:
         """Reads [start, end) into a pyarrow Table with Spark's Kafka-source columns: key,
         value, topic, partition, offset, timestamp, timestampType, headers. ``on_progress``
-        as at :meth:`iter_arrow`."""
-        batches = self.iter_arrow(start, end, isolation, on_progress=on_progress)
-        return pa.Table.from_batches(list(batches), schema=KAFKA_SCHEMA)
+        as at :meth:`iter_arrow`.
+
+        With ``use_threads`` (as in pyarrow's readers), a range of more than 32 MiB of log is
+        cut into pieces of about equal bytes, decoded at once on up to ``pyarrow.cpu_count()``
+        threads (see ``kafkalog.arrow_read``): the same rows in the same order as one thread
+        reads. The range then ends where the isolation's end offset was when the call
+        started."""
+        start, end = arg.range_bound("start", start), arg.range_bound("end", end)
+        _native.UnifiedLog.check_isolation(arg.string("isolation", isolation, _ISOLATIONS))
+        use_threads = arg.flag("use_threads", use_threads)
+        progress = arg.progress_callback("on_progress", on_progress)
+        first = max(self.log_start_offset if start is None else start, self.log_start_offset)
+        bound = self.end_offset(isolation)
+        stop = bound if end is None else min(end, bound)
+        ranges = [(first, stop)]
+        if use_threads and pa.cpu_count() > 1 and first < stop:
+            ranges = arrow_read.split_range(self.segments, first, stop, self.log_end_offset, pa.cpu_count())
+        if len(ranges) == 1:
+            batches = list(self._iter_arrow(first, arg.I64_MAX if end is None else end, isolation, _ARROW_CHUNK_BYTES, progress))
+            return pa.Table.from_batches(batches, schema=KAFKA_SCHEMA)
+
+        def read(a: int, b: int, report: Callable[[Progress], None] | None) -> list[pa.RecordBatch]:
+            return list(self._iter_arrow(a, b, isolation, _ARROW_CHUNK_BYTES, report))
+
+        batches = arrow_read.read_pieces(read, ranges, stop - first, progress)
+        return pa.Table.from_batches(batches, schema=KAFKA_SCHEMA)
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """The first record with timestamp >= ``timestamp``; EARLIEST_TIMESTAMP (-2) gives the

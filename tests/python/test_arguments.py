@@ -297,6 +297,7 @@ def case_flags_bytes_and_configs_of_the_wrong_type(tmp: Path, snap: Snapshot) ->
             lambda: wrong_type(lambda: log.append_batch(5), "raw", "bytes", "int"),  # type: ignore[arg-type]
             lambda: wrong_type(lambda: log.append_as_follower(None), "raw", "bytes"),  # type: ignore[arg-type]
             lambda: wrong_type(lambda: log.read(0, min_one_message=1), "min_one_message", "True or False"),  # type: ignore[arg-type]
+            lambda: wrong_type(lambda: log.to_arrow(use_threads=None), "use_threads", "True or False"),  # type: ignore[arg-type]
             lambda: wrong_type(lambda: log.delete_old_segments(cap_future_timestamps=1), "cap_future_timestamps"),  # type: ignore[arg-type]
             lambda: wrong_type(lambda: log.assign_topic_id(5), "topic_id", "int"),  # type: ignore[arg-type]
             lambda: invalid(lambda: log.assign_topic_id("AAAAAAAAAAAAAAAAAAAAAA"), "topic_id", "22-character", "zero"),

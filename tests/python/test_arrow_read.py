@@ -6,7 +6,11 @@ and ending mid-batch, and chunks small and large.
 
 The columns of a large read live in memory maps that are reused once Python releases them:
 the tests also read while earlier tables are still alive, after they were released, and with
-nulls first appearing past a megabyte of column data."""
+nulls first appearing past a megabyte of column data.
+
+``to_arrow`` with threads cuts its range into pieces read at once (``kafkalog.arrow_read``);
+the ``pieces`` fixture makes it cut these small logs into five, so every case also runs with
+cuts inside batches, transactions and segments."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import pyarrow as pa
 import pytest
 
 import kafkalog
-from kafkalog import batches
+from kafkalog import arrow_read, batches
 from kafkalog.arrow import KAFKA_SCHEMA
 from kafkalog.exceptions import CorruptRecordError
 from kafkalog.records import Record
@@ -125,6 +129,26 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Any:
     m.log.close()
 
 
+@pytest.fixture(params=["one thread", "five pieces"])
+def pieces(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[list[tuple[int, int]]]:
+    """Runs a test with ``to_arrow`` on one thread, then with its range cut into five pieces
+    (pieces of 64 KiB at least, five threads); gives the ranges each threaded read used."""
+    used: list[list[tuple[int, int]]] = []
+    if request.param == "five pieces":
+        read_pieces = arrow_read.read_pieces
+        monkeypatch.setattr(arrow_read, "MIN_PIECE_BYTES", 64 << 10)
+        monkeypatch.setattr(pa, "cpu_count", lambda: 5)
+
+        def spy(read: Any, ranges: list[tuple[int, int]], total: int, on_progress: Any) -> Any:
+            used.append(ranges)
+            return read_pieces(read, ranges, total, on_progress)
+
+        monkeypatch.setattr(arrow_read, "read_pieces", spy)
+    else:
+        monkeypatch.setattr(pa, "cpu_count", lambda: 1)
+    return used
+
+
 def test_mixed_log_has_what_the_cases_need(mixed: Mixed) -> None:
     log = mixed.log
     assert len(log.segments) > 3
@@ -137,18 +161,29 @@ def test_mixed_log_has_what_the_cases_need(mixed: Mixed) -> None:
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
-def test_whole_log_equals_records(mixed: Mixed, isolation: str) -> None:
+def test_whole_log_equals_records(mixed: Mixed, isolation: str, pieces: list[list[tuple[int, int]]]) -> None:
     check_table(mixed.log.to_arrow(isolation=isolation), expected_rows(mixed.log, None, None, isolation))
+    if pieces:
+        (ranges,) = pieces
+        assert len(ranges) == 5 and ranges[0][0] == 0
+        assert ranges[-1][1] == mixed.log.end_offset(isolation)
+        assert all(a < b == c for (a, b), (c, _) in zip(ranges, ranges[1:]))
+        # Cuts fall inside batches, not only at their bases.
+        assert {b for _, b in ranges[:-1]} - set(mixed.batch_bases)
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
-def test_ranges_starting_and_ending_mid_batch_equal_records(mixed: Mixed, isolation: str) -> None:
+def test_ranges_starting_and_ending_mid_batch_equal_records(
+    mixed: Mixed, isolation: str, pieces: list[list[tuple[int, int]]]
+) -> None:
     log, rng = mixed.log, random.Random(5)
     end = log.log_end_offset
     cases = [(mixed.batch_bases[3] + 1, mixed.batch_bases[90] + 2), (mixed.control_offsets[2], end)]
     cases += [tuple(sorted(rng.sample(range(end + 1), 2))) for _ in range(6)]
     for start, stop in cases:
         check_table(log.to_arrow(start, stop, isolation), expected_rows(log, start, stop, isolation))
+    if pieces:
+        assert max(len(r) for r in pieces) == 5
 
 
 @pytest.mark.parametrize("chunk", [1, 5_000, 300_000])
@@ -160,7 +195,7 @@ def test_chunked_reads_equal_records(mixed: Mixed, chunk: int) -> None:
         check_table(pa.Table.from_batches(parts, schema=KAFKA_SCHEMA), expected_rows(log, start, None, isolation))
 
 
-def test_tables_stay_intact_while_later_reads_reuse_released_memory(mixed: Mixed) -> None:
+def test_tables_stay_intact_while_later_reads_reuse_released_memory(mixed: Mixed, pieces: list[Any]) -> None:
     log = mixed.log
     first = log.to_arrow()
     want = first.to_pylist()
@@ -189,7 +224,9 @@ def test_nulls_first_seen_past_a_megabyte_of_values(tmp_path: Path) -> None:
         assert clean.column("value").null_count == 0
 
 
-def test_a_batch_the_fast_walk_gives_up_on_fails_as_the_general_decoder_reports(tmp_path: Path) -> None:
+def test_a_batch_the_fast_walk_gives_up_on_fails_as_the_general_decoder_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An uncompressed batch declaring one record fewer than it holds (its CRC matching): the
     fast walk gives up, its rows are undone, and the general decoder's error is raised, the
     same as ``records()`` raises; the batches before and after it still read."""
@@ -213,6 +250,14 @@ def test_a_batch_the_fast_walk_gives_up_on_fails_as_the_general_decoder_reports(
             log.to_arrow()
         assert str(arrow.value) == str(general.value)
         assert "remain after the 9 records" in str(arrow.value)
+        # Cut in three (one piece a batch), the damaged piece's error is raised all the same.
+        monkeypatch.setattr(arrow_read, "MIN_PIECE_BYTES", 1)
+        monkeypatch.setattr(pa, "cpu_count", lambda: 3)
+        with pytest.raises(type(general.value)) as threaded:
+            log.to_arrow()
+        assert str(threaded.value) == str(general.value)
+        assert len(log.to_arrow(0, 10)) == 10 and len(log.to_arrow(20)) == 10
+        monkeypatch.undo()
         # records() fails on these ranges too: its fetches decode the damaged batch.
         before = log.to_arrow(0, 10)
         assert before.column("offset").to_pylist() == list(range(10))
@@ -220,3 +265,40 @@ def test_a_batch_the_fast_walk_gives_up_on_fails_as_the_general_decoder_reports(
         after = log.to_arrow(20)
         assert after.column("offset").to_pylist() == list(range(20, 30))
         assert after.column("value").to_pylist() == [b"v" * 50] * 10
+
+
+def segment(base: int, size: int) -> Any:
+    return kafkalog.SegmentInfo(base, size, 0, -1, -1, f"/l/{base:020d}.log")
+
+
+MIB = 1 << 20
+
+
+def test_split_range_balances_bytes_across_segments() -> None:
+    segments = [segment(0, 100 * MIB), segment(1000, 100 * MIB), segment(2000, 40 * MIB)]
+    # 240 MiB in 4: 60 MiB each, placed by interpolating offsets within each segment.
+    assert arrow_read.split_range(segments, 0, 3000, 3000, 4) == [(0, 600), (600, 1200), (1200, 1800), (1800, 3000)]
+    # The range's own share of each segment (50 + 100 + 10 MiB: the last ends at the log end).
+    assert arrow_read.split_range(segments, 500, 2500, 4000, 2) == [(500, 1300), (1300, 2500)]
+    # No piece below MIN_PIECE_BYTES: 40 MiB gives two pieces, not eight; 10 MiB only one.
+    assert len(arrow_read.split_range(segments, 0, 400, 3000, 8)) == 2
+    assert arrow_read.split_range(segments, 0, 100, 3000, 8) == [(0, 100)]
+    # An empty range, or a range past the segments, is one range.
+    assert arrow_read.split_range(segments, 3000, 3000, 3000, 4) == [(3000, 3000)]
+    assert arrow_read.split_range([], 0, 10, 10, 4) == [(0, 10)]
+
+
+def test_split_range_never_cuts_twice_at_one_offset() -> None:
+    # 64 MiB over 3 offsets: at most one piece per offset, however many threads.
+    cuts = arrow_read.split_range([segment(7, 64 * MIB)], 7, 10, 10, 8)
+    assert cuts == [(7, 8), (8, 9), (9, 10)]
+    rng = random.Random(3)
+    for _ in range(200):
+        bases = sorted(rng.sample(range(1, 10_000), rng.randrange(0, 6)))
+        segments = [segment(b, rng.randrange(0, 300 * MIB)) for b in [0, *bases]]
+        end = rng.randrange(bases[-1] if bases else 0, 12_000) + 1
+        first = rng.randrange(end)
+        stop = rng.randrange(first, end + 1)
+        ranges = arrow_read.split_range(segments, first, stop, end, rng.randrange(1, 9))
+        assert ranges[0][0] == first and ranges[-1][1] == stop
+        assert all(a < b == c for (a, b), (c, _) in zip(ranges, ranges[1:]))

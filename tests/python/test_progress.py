@@ -14,9 +14,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
-from kafkalog import Progress, Record, UnifiedLog
+from kafkalog import Progress, Record, UnifiedLog, arrow_read
 from kafkalog.exceptions import InvalidArgumentTypeError
 from kit.manager import SMALL_SEGMENTS, fill, now_ms, open_manager
 
@@ -187,6 +188,23 @@ def test_to_arrow_reports_offsets_read(tmp_path: Path) -> None:
         assert len(chunked.reports) >= len(batches) > 3
         with pytest.raises(Stop):
             log.to_arrow(on_progress=Recorder(raise_at=2))
+
+
+def test_to_arrow_on_threads_reports_on_the_calling_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(arrow_read, "MIN_PIECE_BYTES", 1)
+    monkeypatch.setattr(pa, "cpu_count", lambda: 4)
+    with UnifiedLog.open(tmp_path / "r-0", SMALL_SEGMENTS) as log:
+        fill(log, 200)
+        seen = Recorder()
+        table = log.to_arrow(10, on_progress=seen)
+        assert table.equals(log.to_arrow(10, use_threads=False)) and table.num_rows == 190
+        seen.check_each_phase_rises_to_its_total()
+        assert {(p.phase, p.unit, p.total) for p in seen.reports} == {("reading", "offsets", 190)}
+        assert len(seen.reports) > 4  # each of the four pieces reports its chunks
+        # A callback that raises stops every piece; the pool is gone when the error arrives.
+        with pytest.raises(Stop):
+            log.to_arrow(on_progress=Recorder(raise_at=2))
+        assert not [t for t in threading.enumerate() if t.name.startswith("kafkalog-to_arrow")]
 
 
 def test_a_callback_must_be_callable(tmp_path: Path) -> None:
