@@ -6,7 +6,8 @@ over segments of ``--segment-mb``. The files are read once untimed, so the page 
 
 Each round times, one after the other:
 - the floor: a plain read of the same ``.log`` files (``readinto`` of 1 MiB chunks into one
-  reused buffer, the copy out of the page cache and nothing else);
+  reused page-aligned buffer, ``bench_common.read_buffer``: the copy out of the page cache and
+  nothing else; into a ``bytearray`` it is about 3x slower on AMD's cores, see there);
 - ``to_arrow(use_threads=False)`` over the whole log (read_uncommitted), building Spark's
   Kafka-source columns on one thread;
 - ``to_arrow()``, the default: the range cut into pieces decoded at once on up to
@@ -22,13 +23,14 @@ Run with ``.venv/bin/python benches/bench_read.py``; ``make bench`` runs it too.
 from __future__ import annotations
 
 import argparse
+import mmap
 import os
 import statistics
 import time
 from pathlib import Path
 
 import pyarrow as pa
-from bench_common import machine, work_dir
+from bench_common import machine, read_buffer, work_dir
 
 import kafkalog
 from kafkalog import Record, batches
@@ -50,7 +52,7 @@ def log_files(path: Path) -> list[Path]:
     return sorted(path.glob("*.log"))
 
 
-def plain_read(files: list[Path], buf: bytearray) -> int:
+def plain_read(files: list[Path], buf: mmap.mmap) -> int:
     """Reads every file through ``buf``; returns the bytes read."""
     view = memoryview(buf)
     total = 0
@@ -83,7 +85,7 @@ def main() -> None:
         build_log(path, args.records, args.batch_records, args.value_size, args.segment_mb)
         files = log_files(path)
         size = sum(f.stat().st_size for f in files)
-        buf = bytearray(1 << 20)
+        buf = read_buffer()
         assert plain_read(files, buf) == size
         with kafkalog.UnifiedLog.open(str(path), read_only=True) as log:
             rows = log.to_arrow().num_rows  # warm-up, and the check

@@ -13,9 +13,10 @@ Scenarios (those of benches/recovery_bench.rs):
   every recovery point 0, so every segment is recovered (batches CRC-checked, indexes rebuilt);
   ``--crash-threads`` recovery threads (default 1 and 2, issue 17's goals: 1 GB/s with one
   thread, two threads at least 1.8x one). Floor: reading the same ``.log`` bytes
-  (``readinto`` 1 MiB) and computing a CRC over them with ``zlib.crc32`` (CRC-32, not Kafka's
-  CRC-32C, which the standard library lacks; zlib's is carry-less-multiply accelerated, several
-  GB/s, the same order as the CRC-32C instruction), with as many threads (both release the GIL).
+  (``readinto`` 1 MiB into a page-aligned buffer, ``bench_common.read_buffer``) and computing a
+  CRC over them with ``zlib.crc32`` (CRC-32, not Kafka's CRC-32C, which the standard library
+  lacks; zlib's is carry-less-multiply accelerated, several GB/s, the same order as the CRC-32C
+  instruction), with as many threads (both release the GIL).
   It runs ``--crash-runs`` times (default 3; Kafka ``--kafka-reps`` times), no warm-up.
 - ``crash recovery <n>dir x <t>thr``: big segments (4 partitions x 4 segments x 32 MiB per
   dir), one dir or two, 1 or 2 recovery threads per dir; floor as above with
@@ -25,7 +26,8 @@ One timed run is the ``kafkalog.LogManager(...)`` constructor (``scheduler=False
 ``meta.properties``, the marker, the checkpoints, every partition loaded. Outside the clock: a
 clean run ends with ``close()`` (which writes the marker again); a crash run starts from the
 crash state above and ends by dropping the manager unclosed (another crash) and ``os.sync()``.
-Each run checks the load summary (clean or not, logs, segments, segments recovered). Figures:
+Every run starts after an ``os.sync()``, with nothing left to write back. Each run checks
+the load summary (clean or not, logs, segments, segments recovered). Figures:
 median and best of ``--repeat`` runs after one warm-up; rates from the medians (MB are ``.log``
 bytes). The fixture files stay in the page cache: warm-cache figures for every side.
 
@@ -59,7 +61,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_common import Column, kafka_classpath, machine, print_table, run_java, timed_runs, work_dir
+from bench_common import Column, kafka_classpath, machine, print_table, read_buffer, run_java, timed_runs, work_dir
 
 import kafkalog
 from kafkalog.batches import build
@@ -185,6 +187,9 @@ def open_once(fixture: Fixture, ndirs: int, threads: int, unclean: bool) -> floa
     else:
         fixture.ensure_clean(ndirs)
     config = {"num.recovery.threads.per.data.dir": threads}
+    # Nothing left to write back from before (a close, the crash state's truncations): no run
+    # pays for an earlier one's writeback.
+    os.sync()
     t0 = time.perf_counter()
     manager = kafkalog.LogManager(fixture.dirs[:ndirs], config, scheduler=False)
     elapsed = time.perf_counter() - t0
@@ -240,15 +245,16 @@ def list_and_stat(fixture: Fixture, ndirs: int, threads: int) -> int:
 
 
 def read_and_crc(files: list[Path], threads: int) -> int:
-    """Reads `files` (1 MiB readinto) and computes zlib.crc32 over every byte; `threads` threads
-    taking files in turn. Returns the bytes read."""
+    """Reads `files` (1 MiB readinto, into a page-aligned buffer: `read_buffer`) and computes
+    zlib.crc32 over every byte; `threads` threads taking files in turn. Returns the bytes
+    read."""
     todo = iter(files)
     lock = threading.Lock()
     total = 0
 
     def work() -> None:
         nonlocal total
-        buf = bytearray(1 << 20)
+        buf = read_buffer()
         view = memoryview(buf)
         crc = 0
         n_bytes = 0
@@ -258,7 +264,7 @@ def read_and_crc(files: list[Path], threads: int) -> int:
             if path is None:
                 break
             with open(path, "rb", buffering=0) as f:
-                while n := f.readinto(buf):
+                while n := f.readinto(view):
                     crc = zlib.crc32(view[:n], crc)
                     n_bytes += n
         with lock:

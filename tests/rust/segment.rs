@@ -445,3 +445,43 @@ fn read_only_segment_refuses_writes() {
     assert_eq!(seg.read_next_offset().unwrap(), 1);
     assert_eq!(std::fs::read(dir.path().join("00000000000000000000.log")).unwrap(), before);
 }
+
+#[test]
+fn scans_read_at_the_files_alignment_and_see_every_batch_from_any_position() {
+    use kafkalog::segment::file_records::aligned_read_offset;
+    // The offset a read lands at: below 64, its address equal to the file position modulo 64.
+    let buf = vec![0u8; 256];
+    for pos in 0..300u64 {
+        let off = aligned_read_offset(&buf, pos);
+        assert!(off < 64);
+        assert_eq!((buf.as_ptr() as usize + off) % 64, (pos % 64) as usize, "position {pos}");
+    }
+    // Batches of 1 to 40 values (sizes, so positions, of every alignment), scanned from each
+    // batch's position with a reused scratch buffer and a fresh one.
+    let dir = tempfile::tempdir().unwrap();
+    let seg = create(dir.path(), 0, 4096, system_clock());
+    let mut expected = Vec::new();
+    let mut offset = 0;
+    for n in 1..=40 {
+        let values: Vec<String> = (0..n).map(|i| "v".repeat(i % 7)).collect();
+        let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+        expected.push((seg.size(), offset));
+        segment_append(&seg, &batch_at(offset, &refs));
+        offset += n as i64;
+    }
+    let mut reused = Vec::new();
+    for (i, &(position, _)) in expected.iter().enumerate() {
+        for buf in [&mut reused, &mut Vec::new()] {
+            let mut seen = Vec::new();
+            let end = seg
+                .log()
+                .for_each_batch(position, seg.size(), buf, |at, b| {
+                    seen.push((at, b.base_offset().unwrap()));
+                    Ok(true)
+                })
+                .unwrap();
+            assert_eq!(seen, expected[i..], "from position {position}");
+            assert!(!end.torn_tail && end.position == seg.size());
+        }
+    }
+}
