@@ -90,13 +90,18 @@ bench-python: $(NATIVE_STAMP)
 # UnifiedLog, LogSegment and FileRecords, idempotent leader appends included (bench_kafka.py,
 # with benches/bench_workload.rs as kafkalog's side), LogManager start-up and crash recovery
 # (bench_recovery.py), start-up of a transactional partition from its producer snapshot and by
-# a full rebuild (bench_txn_startup.py) and the log cleaner (bench_cleaner.py). Needs Java 17+ and Maven like test-interop (the jars come from
-# Maven Central into tests/kit/jvm/.cache on first run). Not part of `make test`.
+# a full rebuild (bench_txn_startup.py) and the log cleaner (bench_cleaner.py); with them the
+# rest of issue 17's figures, which have no Kafka side: append latency across rolls (roll_bench)
+# and to_arrow beside the page-cache floor (bench_read.py). Needs Java 17+ and Maven like
+# test-interop (the jars come from Maven Central into tests/kit/jvm/.cache on first run). Not
+# part of `make test`.
 bench-kafka: $(NATIVE_STAMP)
 	$(PY) benches/bench_kafka.py
 	$(PY) benches/bench_recovery.py --kafka
 	$(PY) benches/bench_txn_startup.py
 	$(PY) benches/bench_cleaner.py --kafka
+	cargo bench --bench roll_bench
+	$(PY) benches/bench_read.py
 
 # The fuzz targets with 200,000 cases each. proptest runs from a fixed seed (the same cases every
 # run, as in `make test`); `make fuzz PROPTEST_RNG_SEED=<n>` explores other cases.
