@@ -18,6 +18,7 @@ from __future__ import annotations
 import queue
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+
 import pyarrow as pa
 
 from ._native import Progress, SegmentInfo

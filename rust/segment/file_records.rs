@@ -29,10 +29,11 @@ const SCAN_CHUNK: usize = 1 << 20;
 /// The offset (below 64) in `buf` where a read at file `position` should land: the one whose
 /// address equals `position` modulo 64, so that source and destination of the kernel's copy
 /// are equally aligned. On AMD's Zen cores, the `rep movsb` that Linux copies to user space
-/// with runs about 3x slower when the destination lies 1 to about 40 bytes past the source
-/// modulo 4 KiB, and a large `Vec` from glibc starts 16 bytes into its page: every read from a
-/// page-aligned position (a segment's start, the one read of a small segment) into one was
-/// that slow case (`benches/bench_read.py` measures both). Callers leave 63 bytes of slack.
+/// with runs about 3x slower when the destination lies less than about 40 bytes past the
+/// source modulo 4 KiB, and a large `Vec` from glibc starts 16 bytes into its page: every read
+/// from a page-aligned position (a segment's start, the one read of a small segment) into one
+/// was that slow case (see `benches/bench_common.py`'s `read_buffer`). Callers leave 63 bytes
+/// of slack.
 #[must_use]
 pub fn aligned_read_offset(buf: &[u8], position: u64) -> usize {
     (position as usize).wrapping_sub(buf.as_ptr() as usize) & 63
