@@ -338,13 +338,8 @@ impl Cleaner {
                 let mut keys = Vec::new();
                 hash_record_keys(&records, |r| r.offset >= start, &mut keys, &mut bufs.digests, &mut bufs.hashes);
                 let hashes = &bufs.hashes;
-                for h in hashes.iter().take(PREFETCH_AHEAD).flatten() {
-                    map.prefetch(h);
-                }
                 for (i, (r, hash)) in records.iter().zip(hashes.iter()).enumerate() {
-                    if let Some(Some(ahead)) = hashes.get(i + PREFETCH_AHEAD) {
-                        map.prefetch(ahead);
-                    }
+                    map.prefetch_ahead(i, |j| hashes.get(j).and_then(Option::as_ref));
                     if let Some(h) = hash {
                         if map.size() >= max_desired {
                             full = true;
@@ -599,10 +594,6 @@ struct CleanedOutput<'a> {
 /// Bytes of a `.cleaned` segment written between two write-back hints: the disk writes the
 /// segment while the cleaner fills it, instead of all at its fsync.
 const WRITEBACK_BYTES: u64 = 8 << 20;
-
-/// How many keys ahead of its inserts pass 1 prefetches map slots: enough misses in flight
-/// to hide memory latency, few enough not to overflow the CPU's miss buffers.
-const PREFETCH_AHEAD: usize = 16;
 
 /// A segment's modification time, 0 when retention has meanwhile unlinked its file (Java's
 /// `File.lastModified` of a missing file; the replace then skips the deleted segment).

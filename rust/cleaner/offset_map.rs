@@ -26,6 +26,11 @@ use crate::error::{Error, Result};
 pub const HASH_SIZE: usize = 16;
 /// Bytes per slot: digest then offset.
 pub const BYTES_PER_ENTRY: usize = HASH_SIZE + 8;
+
+/// How many keys ahead of their lookups the cleaner prefetches map slots
+/// ([`SkimpyOffsetMap::prefetch_ahead`]): enough misses in flight to hide memory latency, few
+/// enough not to overflow the CPU's miss buffers.
+pub const PREFETCH_AHEAD: usize = 16;
 /// The largest map Kafka allocates per cleaner thread (`Int.MaxValue` bytes).
 pub const MAX_MAP_BYTES: usize = i32::MAX as usize;
 
@@ -192,6 +197,21 @@ impl SkimpyOffsetMap {
         }
     }
 
+    /// Before the lookup or insert of entry `i` of a run of keys (`hash_at(j)` gives entry
+    /// `j`'s hash, None for an entry without one, or past the end): prefetches the slot of the
+    /// entry [`PREFETCH_AHEAD`] further on, and at the first entry those of the first
+    /// [`PREFETCH_AHEAD`] too, so that each access finds its slot in cache (pass 1 and the
+    /// sliced decision passes walk a batch's keys this way).
+    #[inline]
+    pub fn prefetch_ahead<'h>(&self, i: usize, hash_at: impl Fn(usize) -> Option<&'h KeyHash>) {
+        if i == 0 {
+            (0..PREFETCH_AHEAD).filter_map(&hash_at).for_each(|h| self.prefetch(h));
+        }
+        if let Some(h) = hash_at(i + PREFETCH_AHEAD) {
+            self.prefetch(h);
+        }
+    }
+
     /// Asks the CPU to start loading the slots a lookup of `hash` reads first, so that a
     /// later `put_hash` or `get_hash` finds them in cache (the cleaner hashes a batch's keys,
     /// prefetches, then looks them up).
@@ -345,17 +365,21 @@ mod tests {
         assert_eq!(m.get(b"absent"), -1);
     }
 
-    /// Random puts (repeating keys) and lookups against a `HashMap`, up to a full map, for
-    /// slot counts from 1 (every probe wraps) to thousands.
-    #[test]
-    fn robin_hood_order_answers_like_a_hash_map() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
+    /// A xorshift64 generator from `seed` (fixed seeds: the same cases every run).
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
             seed
-        };
+        }
+    }
+
+    /// Random puts (repeating keys) and lookups against a `HashMap`, up to a full map, for
+    /// slot counts from 1 (every probe wraps) to thousands.
+    #[test]
+    fn robin_hood_order_answers_like_a_hash_map() {
+        let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
         for slots in [1usize, 2, 3, 7, 64, 1000, 4099] {
             let mut m = SkimpyOffsetMap::new(slots * BYTES_PER_ENTRY).unwrap();
             let mut model = std::collections::HashMap::new();
@@ -367,7 +391,7 @@ mod tests {
                 let replaced = m.put(&key, offset).map(|()| model.insert(key, offset));
                 assert!(replaced.is_ok());
                 assert_eq!(m.size(), model.len(), "{slots} slots");
-                if next() % (slots as u64 / 8 + 1) == 0 {
+                if next().is_multiple_of(slots as u64 / 8 + 1) {
                     for k in 0..universe {
                         let k = k.to_be_bytes();
                         assert_eq!(m.get(&k), model.get(&k).copied().unwrap_or(-1), "{slots} slots");
@@ -387,13 +411,7 @@ mod tests {
     /// a map that answers like a `HashMap` with the same entries removed, and takes new puts.
     #[test]
     fn retain_answers_like_a_hash_map() {
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
         for slots in [1usize, 2, 3, 7, 64, 1000, 4099] {
             for fill in [slots / 2, slots * 9 / 10, slots].map(|f| f.max(1)) {
                 for modulus in [1u8, 2, 3, 255] {

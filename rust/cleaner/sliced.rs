@@ -63,9 +63,6 @@ use crate::log::unified_log::UnifiedLog;
 use crate::record::batch::MAGIC_V2;
 use crate::segment::log_segment::LogSegment;
 
-/// Keys ahead of their inserts whose slots are prefetched (as pass 1 does).
-const PREFETCH_AHEAD: usize = 16;
-
 /// Offsets the sliced marks may cover per slot of the offset map (3 bits each: 6 bytes per
 /// 24-byte slot at most, a quarter on top of the map); a longer log is cleaned in rounds.
 pub const SLICED_OFFSETS_PER_SLOT: usize = 16;
@@ -290,15 +287,10 @@ impl Cleaner {
                 }
                 let mut mine = c.key_digests(batch, scratch, |o| o >= start && o < end)?;
                 mine.retain(|k| slice.contains(&k.hash));
-                // Prefetch the slots ahead of the inserts, as pass 1 does: the map is far
-                // bigger than the cache, and each insert would otherwise wait on memory.
-                for k in mine.iter().take(PREFETCH_AHEAD) {
-                    c.cleaner.map.prefetch(&k.hash);
-                }
                 for (i, k) in mine.iter().enumerate() {
-                    if let Some(ahead) = mine.get(i + PREFETCH_AHEAD) {
-                        c.cleaner.map.prefetch(&ahead.hash);
-                    }
+                    // The map is far bigger than the cache: each insert would otherwise wait
+                    // on memory.
+                    c.cleaner.map.prefetch_ahead(i, |j| mine.get(j).map(|k| &k.hash));
                     while c.cleaner.map.size() >= capacity {
                         if legacy {
                             stopped = true;
@@ -355,13 +347,8 @@ impl Cleaner {
                 }
                 let mut mine = c.key_digests(batch, scratch, |o| o < start)?;
                 mine.retain(|k| slice.contains(&k.hash));
-                for k in mine.iter().take(PREFETCH_AHEAD) {
-                    c.cleaner.map.prefetch(&k.hash);
-                }
                 for (i, k) in mine.iter().enumerate() {
-                    if let Some(ahead) = mine.get(i + PREFETCH_AHEAD) {
-                        c.cleaner.map.prefetch(&ahead.hash);
-                    }
+                    c.cleaner.map.prefetch_ahead(i, |j| mine.get(j).map(|k| &k.hash));
                     if c.cleaner.map.get_hash(&k.hash) > k.offset {
                         c.cleaner.mapped.mark_superseded(k.offset);
                     }

@@ -196,16 +196,7 @@ impl<T: IndexFile> LazyIndex<T> {
     /// # Errors
     /// `IllegalState` on a read-only index; `Io` naming the file when a step fails.
     pub fn rewrite(&self, bytes: &[u8], atomic: bool) -> Result<()> {
-        if self.read_only {
-            return Err(crate::error::Error::ReadOnly { path: self.path() });
-        }
-        let mut state = self.state.write();
-        let path = match &*state {
-            State::Loaded(index) => index.file_path().to_path_buf(),
-            State::Unloaded { path } => path.clone(),
-        };
-        // Unmaps before the file changes length.
-        *state = State::Unloaded { path: path.clone() };
+        let (state, path) = self.unload_for_rewrite()?;
         drop(state);
         if crate::util::file::file_has_contents(&path, bytes) {
             return Ok(());
@@ -229,6 +220,14 @@ impl<T: IndexFile> LazyIndex<T> {
     /// `ReadOnly` on a read-only index; `IllegalState` when the entries do not fit; `Io` naming
     /// the file when a step fails.
     pub fn rewrite_mapped(&self, bytes: &[u8]) -> Result<()> {
+        let (mut state, path) = self.unload_for_rewrite()?;
+        *state = State::Loaded(T::open_holding(path, self.base_offset, self.max_index_size, bytes)?);
+        Ok(())
+    }
+
+    /// The first step of both rewrites: refused on a read-only index; otherwise the index is
+    /// unmapped (before its file changes) and left unloaded, its state still locked.
+    fn unload_for_rewrite(&self) -> Result<(RwLockWriteGuard<'_, State<T>>, PathBuf)> {
         if self.read_only {
             return Err(crate::error::Error::ReadOnly { path: self.path() });
         }
@@ -237,10 +236,8 @@ impl<T: IndexFile> LazyIndex<T> {
             State::Loaded(index) => index.file_path().to_path_buf(),
             State::Unloaded { path } => path.clone(),
         };
-        // Unmapped before the file changes.
         *state = State::Unloaded { path: path.clone() };
-        *state = State::Loaded(T::open_holding(path, self.base_offset, self.max_index_size, bytes)?);
-        Ok(())
+        Ok((state, path))
     }
 
     /// Renames the file, whether or not it is open.

@@ -167,16 +167,28 @@ impl AbstractIndex {
         let (storage, old_len) = IndexStorage::open_mapped(&path, max_index_size, entry_size, resize_to)?;
         let max_entries = storage.len() / entry_size;
         let entries = old_len.map_or(0, |len| (len as usize / entry_size).min(max_entries));
-        Ok(AbstractIndex {
+        Ok(Self::with_storage(path, base_offset, max_index_size, entry_size, storage, entries))
+    }
+
+    /// An index over `storage` (mapped, read-write) holding `entries` entries.
+    fn with_storage(
+        path: PathBuf,
+        base_offset: i64,
+        max_index_size: usize,
+        entry_size: usize,
+        storage: IndexStorage,
+        entries: usize,
+    ) -> Self {
+        AbstractIndex {
             path,
             base_offset,
             max_index_size,
             entry_size,
             warm_entries: WARM_SECTION_BYTES / entry_size,
+            max_entries: storage.len() / entry_size,
             storage,
             entries,
-            max_entries,
-        })
+        }
     }
 
     /// Opens `path` read-write at `max_index_size` holding exactly `entries` (whole entries
@@ -198,16 +210,7 @@ impl AbstractIndex {
             )));
         }
         let storage = IndexStorage::open_mapped_holding(&path, max_index_size, entry_size, entries)?;
-        Ok(AbstractIndex {
-            path,
-            base_offset,
-            max_index_size,
-            entry_size,
-            warm_entries: WARM_SECTION_BYTES / entry_size,
-            storage,
-            entries: entries.len() / entry_size,
-            max_entries,
-        })
+        Ok(Self::with_storage(path, base_offset, max_index_size, entry_size, storage, entries.len() / entry_size))
     }
 
     /// Reads the valid prefix of `path` (entries `accept` takes, in order) into memory. An entry

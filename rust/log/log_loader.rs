@@ -693,6 +693,11 @@ impl Listing {
         self.names.binary_search_by(|n| n.as_str().cmp(name)).is_ok()
     }
 
+    /// The file names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.names.iter().map(String::as_str)
+    }
+
     /// Drops `name` from the listing (the caller deleted the file).
     pub fn forget(&mut self, name: &str) {
         if let Ok(i) = self.names.binary_search_by(|n| n.as_str().cmp(name)) {

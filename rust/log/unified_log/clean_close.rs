@@ -48,10 +48,11 @@ pub fn write(dir: &Path, close: &CleanClose) -> Result<()> {
 }
 
 /// Removes `dir`'s record of a clean close, if any, and returns what it held when it still
-/// describes the directory (see the module doc). The removal is durable (the directory is
-/// fsynced) before this returns, so the caller may then change the log. A malformed file is
-/// removed with a warning and trusted for nothing.
-pub fn take(dir: &Path) -> Result<Option<CleanClose>> {
+/// describes the directory (see the module doc), judged from `names`, the open's listing of
+/// the directory's files. The removal is durable (the directory is fsynced) before this
+/// returns, so the caller may then change the log. A malformed file is removed with a warning
+/// and trusted for nothing.
+pub fn take<'n>(dir: &Path, names: impl IntoIterator<Item = &'n str>) -> Result<Option<CleanClose>> {
     let path = dir.join(CLEAN_CLOSE_FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
@@ -66,7 +67,7 @@ pub fn take(dir: &Path) -> Result<Option<CleanClose>> {
         );
     }
     let matches = match recorded {
-        Some(r) => describes(dir, &r)?,
+        Some(r) => describes(dir, names, &r)?,
         None => false,
     };
     delete_if_exists(&path)?;
@@ -88,26 +89,24 @@ fn parse(text: &str) -> Option<CleanClose> {
     (fields.next().is_none() && lines.next().is_none()).then_some(close)
 }
 
-/// Whether `dir`'s last `.log` file has the recorded base offset and size, and no interrupted
-/// replace (`.cleaned` or `.swap` files) waits for the loader.
-fn describes(dir: &Path, close: &CleanClose) -> Result<bool> {
-    let mut last: Option<(i64, std::path::PathBuf)> = None;
-    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))? {
-        let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
+/// Whether the last `.log` file among `names` (files of `dir`) has the recorded base offset and
+/// size, and no interrupted replace (`.cleaned` or `.swap` files) waits for the loader.
+fn describes<'n>(dir: &Path, names: impl IntoIterator<Item = &'n str>, close: &CleanClose) -> Result<bool> {
+    let mut last: Option<(i64, &str)> = None;
+    for name in names {
         if name.ends_with(CLEANED_FILE_SUFFIX) || name.ends_with(SWAP_FILE_SUFFIX) {
             return Ok(false);
         }
         if name.len() == 20 + LOG_FILE_SUFFIX.len() && name.ends_with(LOG_FILE_SUFFIX) {
-            if let Some(base) = offset_from_file_name(&name) {
-                if last.as_ref().is_none_or(|(b, _)| base > *b) {
-                    last = Some((base, entry.path()));
+            if let Some(base) = offset_from_file_name(name) {
+                if last.is_none_or(|(b, _)| base > b) {
+                    last = Some((base, name));
                 }
             }
         }
     }
-    let Some((base, path)) = last else { return Ok(false) };
+    let Some((base, name)) = last else { return Ok(false) };
+    let path = dir.join(name);
     let size = std::fs::metadata(&path).map_err(|e| Error::io(&path, "stat", e))?.len();
     Ok(base == close.active_base_offset && size == close.active_size)
 }
@@ -115,6 +114,13 @@ fn describes(dir: &Path, close: &CleanClose) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::log_loader::Listing;
+
+    /// `take` with a fresh listing of `dir`, as an open passes it.
+    fn take_listed(dir: &Path) -> Result<Option<CleanClose>> {
+        let listing = Listing::read(dir)?;
+        take(dir, listing.names())
+    }
 
     fn segment(dir: &Path, base: i64, size: usize) {
         std::fs::write(crate::file_names::log_file(dir, base), vec![0u8; size]).unwrap();
@@ -129,9 +135,9 @@ mod tests {
         let close = CleanClose { active_base_offset: 50, active_size: 30, log_end_offset: 70 };
         write(d, &close).unwrap();
         assert_eq!(std::fs::read_to_string(d.join(CLEAN_CLOSE_FILE)).unwrap(), "0\n50 30 70\n");
-        assert_eq!(take(d).unwrap(), Some(close));
+        assert_eq!(take_listed(d).unwrap(), Some(close));
         assert!(!d.join(CLEAN_CLOSE_FILE).exists(), "taken: the next open does not trust it again");
-        assert_eq!(take(d).unwrap(), None);
+        assert_eq!(take_listed(d).unwrap(), None);
 
         // The active segment grew, or a later segment appeared, or a replace is pending.
         for change in 0..3 {
@@ -141,7 +147,7 @@ mod tests {
                 1 => segment(d, 70, 0),
                 _ => std::fs::write(d.join("00000000000000000000.log.swap"), b"").unwrap(),
             }
-            assert_eq!(take(d).unwrap(), None, "change {change}");
+            assert_eq!(take_listed(d).unwrap(), None, "change {change}");
             assert!(!d.join(CLEAN_CLOSE_FILE).exists());
             segment(d, 50, 30);
             let _ = std::fs::remove_file(crate::file_names::log_file(d, 70));
@@ -158,7 +164,7 @@ mod tests {
             ["", "1\n0 10 5\n", "0\n0 10\n", "0\n0 10 5 6\n", "0\n-1 10 5\n", "0\n0 10 5\nextra\n", "0\n0 x 5\n"]
         {
             std::fs::write(d.join(CLEAN_CLOSE_FILE), text).unwrap();
-            assert_eq!(take(d).unwrap(), None, "{text:?}");
+            assert_eq!(take_listed(d).unwrap(), None, "{text:?}");
             assert!(!d.join(CLEAN_CLOSE_FILE).exists());
         }
     }

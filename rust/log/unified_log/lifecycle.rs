@@ -46,7 +46,7 @@ impl UnifiedLog {
         let clean_close = match listing.as_mut() {
             Some(listing) if listing.contains(CLEAN_CLOSE_FILE) => {
                 listing.forget(CLEAN_CLOSE_FILE);
-                clean_close::take(dir)?
+                clean_close::take(dir, listing.names())?
             }
             _ => None,
         };
