@@ -250,11 +250,7 @@ pub fn read_small_file(path: &Path) -> std::io::Result<Vec<u8>> {
 
 /// `fstatat(dir_fd, name)`'s size; `None` as [`open_at`].
 fn stat_at(dir_fd: std::os::fd::RawFd, name: &[u8]) -> Option<std::io::Result<u64>> {
-    let mut c_name = [0u8; 256];
-    if name.len() >= c_name.len() || name.contains(&0) {
-        return None;
-    }
-    c_name[..name.len()].copy_from_slice(name);
+    let c_name = c_name(name)?;
     // SAFETY: `stat` is a plain C struct for which all-zero bytes are a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `c_name` is NUL-terminated and outlives the call; fstatat writes only `st`, which
@@ -264,6 +260,17 @@ fn stat_at(dir_fd: std::os::fd::RawFd, name: &[u8]) -> Option<std::io::Result<u6
         return Some(Err(std::io::Error::last_os_error()));
     }
     Some(Ok(u64::try_from(st.st_size).unwrap_or(0)))
+}
+
+/// `name` NUL-terminated in a stack buffer, for `openat` and `fstatat`; `None` when it does
+/// not fit or holds a NUL (the caller then uses the whole path).
+fn c_name(name: &[u8]) -> Option<[u8; 256]> {
+    let mut c_name = [0u8; 256];
+    if name.len() >= c_name.len() || name.contains(&0) {
+        return None;
+    }
+    c_name[..name.len()].copy_from_slice(name);
+    Some(c_name)
 }
 
 /// The name of `path` within `dir` when `path` is `dir` + `/` + one plain name.
@@ -278,11 +285,7 @@ fn name_in_dir<'p>(path: &'p Path, dir: &Path) -> Option<&'p [u8]> {
 /// (the caller opens the whole path then).
 fn open_at(dir_fd: std::os::fd::RawFd, name: &[u8], mode: OpenMode) -> Option<std::io::Result<File>> {
     use std::os::fd::FromRawFd;
-    let mut c_name = [0u8; 256];
-    if name.len() >= c_name.len() || name.contains(&0) {
-        return None;
-    }
-    c_name[..name.len()].copy_from_slice(name);
+    let c_name = c_name(name)?;
     // SAFETY: `c_name` is NUL-terminated (zeroed past `name`, which holds no NUL) and outlives
     // the call; `dir_fd` is the descriptor of the `DirLock` the live `DirScope` borrows.
     let fd = unsafe { libc::openat(dir_fd, c_name.as_ptr().cast(), mode.flags(), 0o666 as libc::c_uint) };
