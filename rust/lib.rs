@@ -31,13 +31,14 @@
 //!
 //! ## `unsafe`
 //!
-//! `unsafe_code` is denied crate-wide and allowed (`#![allow(unsafe_code)]`) in eight modules
+//! `unsafe_code` is denied crate-wide and allowed (`#![allow(unsafe_code)]`) in nine modules
 //! only, each block with a `SAFETY:` comment (the architecture test checks both this list and
 //! the comments):
 //! - `index/mmap.rs`: the index memory maps;
 //! - `util/file.rs`: the directory `flock`, the `.lock` file's `fcntl` lock, `pathconf` and the
 //!   write-back hint;
 //! - `util/fault.rs`: the fault seam's `SIGKILL` of its own process (crash tests);
+//! - `util/unnamed_file.rs`: `linkat`, which names a file created unnamed (`O_TMPFILE`);
 //! - `cleaner/offset_map.rs`: the cache prefetch hint of the cleaner's offset map;
 //! - `cleaner/md5x16_avx512.rs`: the AVX-512 MD5 kernel, run only through a token made by the
 //!   run-time CPU check;

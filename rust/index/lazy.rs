@@ -4,9 +4,10 @@
 //!
 //! Thread-safety: safe for concurrent use; lookups share a read lock, appends take the write lock.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::{MappedRwLockReadGuard, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::offset_index::OffsetIndex;
 use super::time_index::TimeIndex;
@@ -16,6 +17,8 @@ use crate::error::Result;
 pub trait IndexFile: Sized {
     /// Opens read-write (creating the file, preallocated to `max_index_size`).
     fn open_rw(path: PathBuf, base_offset: i64, max_index_size: usize) -> Result<Self>;
+    /// `open_rw`, a missing file created from `reserved` (an unnamed file created ahead).
+    fn open_rw_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: File) -> Result<Self>;
     /// Opens read-write at `size` (`open_rw`, then `resize`, in one open).
     fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self>;
     /// Kafka's `resize`.
@@ -35,6 +38,9 @@ pub trait IndexFile: Sized {
 impl IndexFile for OffsetIndex {
     fn open_rw(path: PathBuf, base_offset: i64, max_index_size: usize) -> Result<Self> {
         OffsetIndex::open(path, base_offset, max_index_size)
+    }
+    fn open_rw_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: File) -> Result<Self> {
+        OffsetIndex::open_reserved(path, base_offset, max_index_size, reserved)
     }
     fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self> {
         OffsetIndex::open_resized(path, base_offset, max_index_size, size)
@@ -62,6 +68,9 @@ impl IndexFile for OffsetIndex {
 impl IndexFile for TimeIndex {
     fn open_rw(path: PathBuf, base_offset: i64, max_index_size: usize) -> Result<Self> {
         TimeIndex::open(path, base_offset, max_index_size)
+    }
+    fn open_rw_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: File) -> Result<Self> {
+        TimeIndex::open_reserved(path, base_offset, max_index_size, reserved)
     }
     fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self> {
         TimeIndex::open_resized(path, base_offset, max_index_size, size)
@@ -99,17 +108,41 @@ pub struct LazyIndex<T> {
     base_offset: i64,
     max_index_size: usize,
     read_only: bool,
+    /// An unnamed file created ahead (`segment::reserved_files`) that the first open names as
+    /// the index file when the file does not exist yet. Any other use of the index leaves it
+    /// unnamed; it is closed with the index.
+    reserved: Mutex<Option<File>>,
 }
 
 impl<T: IndexFile> LazyIndex<T> {
     /// A lazy index for `path`; nothing is opened yet.
     pub fn new(path: PathBuf, base_offset: i64, max_index_size: usize, read_only: bool) -> Self {
-        LazyIndex { state: RwLock::new(State::Unloaded { path }), base_offset, max_index_size, read_only }
+        LazyIndex {
+            state: RwLock::new(State::Unloaded { path }),
+            base_offset,
+            max_index_size,
+            read_only,
+            reserved: Mutex::new(None),
+        }
+    }
+
+    /// A new read-write index whose file does not exist yet: its first open names `reserved`
+    /// (an unnamed file created ahead, `util::unnamed_file`) `path` instead of creating a file.
+    pub fn new_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: File) -> Self {
+        let index = Self::new(path, base_offset, max_index_size, false);
+        *index.reserved.lock() = Some(reserved);
+        index
     }
 
     /// An index that is already open.
     pub fn loaded(index: T, base_offset: i64, max_index_size: usize, read_only: bool) -> Self {
-        LazyIndex { state: RwLock::new(State::Loaded(index)), base_offset, max_index_size, read_only }
+        LazyIndex {
+            state: RwLock::new(State::Loaded(index)),
+            base_offset,
+            max_index_size,
+            read_only,
+            reserved: Mutex::new(None),
+        }
     }
 
     /// The size a read-write open preallocates (`segment.index.bytes`), which `reset` restores.
@@ -125,6 +158,8 @@ impl<T: IndexFile> LazyIndex<T> {
     fn open(&self, path: &Path) -> Result<T> {
         if self.read_only {
             T::open_ro(path.to_path_buf(), self.base_offset)
+        } else if let Some(reserved) = self.reserved.lock().take() {
+            T::open_rw_reserved(path.to_path_buf(), self.base_offset, self.max_index_size, reserved)
         } else {
             T::open_rw(path.to_path_buf(), self.base_offset, self.max_index_size)
         }

@@ -46,56 +46,36 @@ impl IndexStorage {
     /// A new file is preallocated (`set_len`) to `max_index_size` rounded down to a multiple of
     /// `entry_size`; an existing file keeps its length, or is first set to `resize_to` when
     /// given and its whole entries (all of its length, an existing file being trimmed) fit (an
-    /// index resized as it opens: one open, `stat` and map instead of two). Returns the storage
-    /// and, for an existing file, its length before any resize (`None`: created).
+    /// index resized as it opens: one open, `stat` and map instead of two). With `reserved` (an
+    /// unnamed file created ahead, `util::unnamed_file`), the new file is that one, named
+    /// `path`, unless the name cannot be given (`path` exists): then as without. Returns the
+    /// storage and, for an existing file, its length before any resize (`None`: created).
     pub(crate) fn open_mapped(
         path: &Path,
         max_index_size: usize,
         entry_size: usize,
         resize_to: Option<usize>,
+        reserved: Option<File>,
     ) -> Result<(Self, Option<u64>)> {
+        if let Some(file) = reserved {
+            if crate::util::unnamed_file::name_as_new(&file, path)? {
+                let current_len = file.metadata().map_or(0, |m| m.len());
+                return Self::map_new(path, &file, current_len, max_index_size, entry_size).map(|s| (s, None));
+            }
+        }
         // An existing file is the common case: open it first, create only if missing.
         let existing = check(path, FaultOp::Open)
             .and_then(|()| crate::util::file::open(path, crate::util::file::OpenMode::ReadWrite));
-        let (file, created) = match existing {
-            Ok(file) => (file, false),
+        let file = match existing {
+            Ok(file) => file,
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 let file = check(path, FaultOp::Open)
                     .and_then(|()| OpenOptions::new().read(true).write(true).create_new(true).open(path))
                     .map_err(|e| Error::io(path, "create index", e))?;
-                (file, true)
+                return Self::map_new(path, &file, 0, max_index_size, entry_size).map(|s| (s, None));
             }
             Err(e) => return Err(Error::io(path, "open index", e)),
         };
-        if created {
-            let len = max_index_size / entry_size * entry_size;
-            let preallocated = if len == 0 {
-                Err(Error::illegal_state(format!(
-                    "invalid max index size {max_index_size} for {}: it must hold at least one \
-                     {entry_size}-byte entry",
-                    path.display()
-                )))
-            } else {
-                check(path, FaultOp::Truncate)
-                    .and_then(|()| file.set_len(len as u64))
-                    .map_err(|e| Error::io(path, "preallocate index", e))
-            };
-            if let Err(e) = preallocated {
-                // Leave no empty file behind: the next open would take it for a trimmed index.
-                let _ = check(path, FaultOp::Delete).and_then(|()| std::fs::remove_file(path));
-                return Err(e);
-            }
-            let map = map_whole_file(&file, path)?;
-            // The new file is sparse: a fault's read-around (the device's read-ahead, 8 MiB on
-            // this machine's disk) would fill the page cache with zeros, milliseconds of
-            // memset at the first entry of each index. Entries go in one page at a time and
-            // lookups are binary searches, so the mapping asks for the faulting page only. A
-            // hint: ignored when the kernel refuses it.
-            if let Err(e) = map.advise(Advice::Random) {
-                log::debug!("madvise(MADV_RANDOM) of index {} refused: {e}", path.display());
-            }
-            return Ok((IndexStorage::Mapped(map), None));
-        }
         let old_len = file.metadata().map_err(|e| Error::io(path, "stat index", e))?.len();
         let whole = old_len / entry_size as u64 * entry_size as u64;
         let len = match resize_to {
@@ -109,6 +89,41 @@ impl IndexStorage {
         };
         let map = map_file(&file, path, len)?;
         Ok((IndexStorage::Mapped(map), Some(old_len)))
+    }
+
+    /// Preallocates the file just created at `path` (`current_len` bytes long: empty, or an
+    /// unnamed file preallocated ahead) to `max_index_size` rounded down to whole entries, and
+    /// maps it. On failure the file is deleted: the next open would take an empty file for a
+    /// trimmed index.
+    fn map_new(path: &Path, file: &File, current_len: u64, max_index_size: usize, entry_size: usize) -> Result<Self> {
+        let len = max_index_size / entry_size * entry_size;
+        let preallocated = if len == 0 {
+            Err(Error::illegal_state(format!(
+                "invalid max index size {max_index_size} for {}: it must hold at least one \
+                 {entry_size}-byte entry",
+                path.display()
+            )))
+        } else if current_len == len as u64 {
+            Ok(())
+        } else {
+            check(path, FaultOp::Truncate)
+                .and_then(|()| file.set_len(len as u64))
+                .map_err(|e| Error::io(path, "preallocate index", e))
+        };
+        if let Err(e) = preallocated {
+            let _ = check(path, FaultOp::Delete).and_then(|()| std::fs::remove_file(path));
+            return Err(e);
+        }
+        let map = map_whole_file(file, path)?;
+        // The new file is sparse: a fault's read-around (the device's read-ahead, 8 MiB on
+        // this machine's disk) would fill the page cache with zeros, milliseconds of
+        // memset at the first entry of each index. Entries go in one page at a time and
+        // lookups are binary searches, so the mapping asks for the faulting page only. A
+        // hint: ignored when the kernel refuses it.
+        if let Err(e) = map.advise(Advice::Random) {
+            log::debug!("madvise(MADV_RANDOM) of index {} refused: {e}", path.display());
+        }
+        Ok(IndexStorage::Mapped(map))
     }
 
     /// Opens `path` read-write (creating it when missing) holding `entries` (whole entries, an

@@ -156,15 +156,17 @@ impl AbstractIndex {
     /// Opens (creating and preallocating if missing) and maps `path` read-write. An existing
     /// file is assumed trimmed: entries = length / entry size. With `resize_to`, an existing
     /// file is then resized as [`Self::resize`] would (when its entries fit), in the same open.
+    /// A missing file is created from `reserved` when given (`IndexStorage::open_mapped`).
     pub(crate) fn open(
         path: PathBuf,
         base_offset: i64,
         max_index_size: usize,
         entry_size: usize,
         resize_to: Option<usize>,
+        reserved: Option<std::fs::File>,
     ) -> Result<Self> {
         let resize_to = resize_to.map(|size| size / entry_size * entry_size);
-        let (storage, old_len) = IndexStorage::open_mapped(&path, max_index_size, entry_size, resize_to)?;
+        let (storage, old_len) = IndexStorage::open_mapped(&path, max_index_size, entry_size, resize_to, reserved)?;
         let max_entries = storage.len() / entry_size;
         let entries = old_len.map_or(0, |len| (len as usize / entry_size).min(max_entries));
         Ok(Self::with_storage(path, base_offset, max_index_size, entry_size, storage, entries))

@@ -47,7 +47,22 @@ impl TimeIndex {
     /// # Errors
     /// `IllegalState` if a new file could not hold one entry; `Io` if it cannot be opened or mapped.
     pub fn open(path: impl Into<PathBuf>, base_offset: i64, max_index_size: usize) -> Result<Self> {
-        let inner = AbstractIndex::open(path.into(), base_offset, max_index_size, ENTRY_SIZE, None)?;
+        let inner = AbstractIndex::open(path.into(), base_offset, max_index_size, ENTRY_SIZE, None, None)?;
+        Ok(Self::with_inner(inner))
+    }
+
+    /// [`Self::open`] where a missing file is created from `reserved`, an unnamed file created
+    /// ahead (`segment::reserved_files`): it is named `path` instead of a new file being created.
+    ///
+    /// # Errors
+    /// As [`Self::open`].
+    pub fn open_reserved(
+        path: impl Into<PathBuf>,
+        base_offset: i64,
+        max_index_size: usize,
+        reserved: std::fs::File,
+    ) -> Result<Self> {
+        let inner = AbstractIndex::open(path.into(), base_offset, max_index_size, ENTRY_SIZE, None, Some(reserved))?;
         Ok(Self::with_inner(inner))
     }
 
@@ -62,7 +77,7 @@ impl TimeIndex {
         max_index_size: usize,
         size: usize,
     ) -> Result<Self> {
-        let inner = AbstractIndex::open(path.into(), base_offset, max_index_size, ENTRY_SIZE, Some(size))?;
+        let inner = AbstractIndex::open(path.into(), base_offset, max_index_size, ENTRY_SIZE, Some(size), None)?;
         Ok(Self::with_inner(inner))
     }
 

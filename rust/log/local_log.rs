@@ -19,6 +19,7 @@ use crate::file_names::{
 use crate::index::transaction_index::AbortedTxn;
 use crate::segment::log_segment::LogSegment;
 use crate::segment::log_segments::LogSegments;
+use crate::segment::reserved_files::ReservedSegmentFiles;
 use crate::util::clock::SharedClock;
 
 /// Something renamed `.deleted`, waiting to be unlinked.
@@ -80,8 +81,14 @@ impl LocalLog {
 
     /// Creates a new active segment at `new_offset` (Kafka's `LocalLog.roll`). The previous
     /// active segment becomes inactive (indexes trimmed). An empty active segment at the same
-    /// base is replaced, as Kafka does.
-    pub fn roll(&self, new_offset: i64, config: &LogConfig) -> Result<Arc<LogSegment>> {
+    /// base is replaced, as Kafka does. The new segment's files are `reserved` ones, created
+    /// ahead, when given (`LogSegment::create_reserved`).
+    pub fn roll(
+        &self,
+        new_offset: i64,
+        config: &LogConfig,
+        reserved: Option<ReservedSegmentFiles>,
+    ) -> Result<Arc<LogSegment>> {
         if let Some(existing) = self.segments.get(new_offset) {
             if existing.size() == 0 && self.segments.last_segment().is_some_and(|l| l.base_offset() == new_offset) {
                 log::warn!(
@@ -110,7 +117,7 @@ impl LocalLog {
             active.on_become_inactive_segment()?;
         }
         self.delete_leftover_files(new_offset)?;
-        let segment = self.create_segment(new_offset, config)?;
+        let segment = self.create_segment(new_offset, config, reserved)?;
         self.segments.add(segment.clone());
         Ok(segment)
     }
@@ -129,10 +136,19 @@ impl LocalLog {
         Ok(())
     }
 
-    /// Creates the files of a new, empty segment (not yet in the map).
-    fn create_segment(&self, base_offset: i64, config: &LogConfig) -> Result<Arc<LogSegment>> {
-        let mut segment =
-            LogSegment::open(&self.dir, base_offset, config, self.clock.clone(), "", config.preallocate, false)?;
+    /// Creates the files of a new, empty segment (not yet in the map), from `reserved` files
+    /// created ahead when given.
+    fn create_segment(
+        &self,
+        base_offset: i64,
+        config: &LogConfig,
+        reserved: Option<ReservedSegmentFiles>,
+    ) -> Result<Arc<LogSegment>> {
+        let clock = self.clock.clone();
+        let mut segment = match reserved {
+            Some(files) => LogSegment::create_reserved(&self.dir, base_offset, config, clock, files)?,
+            None => LogSegment::open(&self.dir, base_offset, config, clock, "", config.preallocate, false)?,
+        };
         segment.set_rolling_jitter_ms(random_jitter(config));
         Ok(Arc::new(segment))
     }
@@ -147,7 +163,7 @@ impl LocalLog {
         for s in &same_base {
             s.change_file_suffixes("", DELETED_FILE_SUFFIX)?;
         }
-        let segment = self.create_segment(new_offset, config)?;
+        let segment = self.create_segment(new_offset, config, None)?;
         self.segments.add(segment);
         self.remove_and_delete_segments(&others, config)?;
         self.schedule_deletion(&same_base, config)

@@ -615,7 +615,7 @@ fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut Lo
         result.log_end_offset = checkpoint_start;
         result.log_end_position = 0;
         if !params.read_only {
-            local.roll(checkpoint_start, params.config)?;
+            local.roll(checkpoint_start, params.config, None)?;
         }
     }
     let first_base = local.segments().first_segment().map_or(checkpoint_start, |s| s.base_offset());

@@ -361,6 +361,12 @@ impl UnifiedLog {
         self.roll_flush.pending()
     }
 
+    /// Whether the next roll's files were created ahead by the flush after the last roll
+    /// (`segment::reserved_files`; for tests and the roll bench).
+    pub fn next_roll_files_reserved(&self) -> bool {
+        self.roll_flush.has_reserve()
+    }
+
     /// Waits for the flushes after earlier rolls (running the queued ones here when the
     /// scheduler is a manual one). Returns the failure of a background flush, if one failed.
     pub fn wait_for_roll_flush(&self) -> Result<()> {
@@ -417,16 +423,22 @@ impl UnifiedLog {
         let leo = self.log_end_offset();
         let new_offset = expected_next_offset.unwrap_or(0).max(leo);
         let config = self.config();
-        let segment = self.local.roll(new_offset, &config)?;
+        let index_bytes = config.segment_index_bytes as usize;
+        // Files the last background flush created ahead, named now instead of created.
+        let (segment_files, snapshot_file) = match self.roll_flush.take_reserve(index_bytes) {
+            Some(reserve) => (Some(reserve.segment), Some(reserve.producer_snapshot)),
+            None => (None, None),
+        };
+        let segment = self.local.roll(new_offset, &config, segment_files)?;
         self.offsets.write().log_end_position = 0;
         // Kafka's roll: producer state is snapshotted at the new segment's base, so a reload
         // replays at most the active segment. The snapshot's fsync comes with the flush below.
         psm.update_map_end_offset(new_offset);
-        psm.take_snapshot(false)?;
+        psm.take_snapshot_into(false, snapshot_file)?;
         if self.roll_flush.in_background() {
             // Kafka's roll: the snapshot and everything below the new segment are fsynced by a
             // `flush-log` task, which then advances the recovery point.
-            self.roll_flush.request(new_offset, new_offset);
+            self.roll_flush.request(new_offset, new_offset, index_bytes);
         } else {
             psm.flush_snapshot(new_offset)?;
             self.flush_locked(new_offset)?;

@@ -103,6 +103,24 @@ impl FileRecords {
             open(&path, OpenMode::Read)
         }
         .map_err(|e| Error::io(&path, "open", e))?;
+        Self::with_file(path, file, writable, preallocate_bytes)
+    }
+
+    /// [`Self::open`] (writable) of a new file: `reserved`, an unnamed file created ahead
+    /// (`segment::reserved_files`), is named `path` instead of a file being created. When the
+    /// name cannot be given (`path` exists), as `open`.
+    ///
+    /// # Errors
+    /// As [`Self::open`].
+    pub fn open_reserved(path: PathBuf, reserved: File, preallocate_bytes: Option<u64>) -> Result<Self> {
+        if crate::util::unnamed_file::name_as_new(&reserved, &path)? {
+            return Self::with_file(path, reserved, true, preallocate_bytes);
+        }
+        Self::open(path, true, preallocate_bytes)
+    }
+
+    /// The records of `file`, open at `path`; a writable empty file is preallocated first.
+    fn with_file(path: PathBuf, file: File, writable: bool, preallocate_bytes: Option<u64>) -> Result<Self> {
         let len = file.metadata().map_err(|e| Error::io(&path, "stat", e))?.len();
         let mut size = len;
         let preallocated = matches!((writable, len, preallocate_bytes), (true, 0, Some(_)));

@@ -12,6 +12,7 @@ use std::time::UNIX_EPOCH;
 use parking_lot::{Mutex, RwLock};
 
 use super::file_records::{BatchHeaderInfo, FileRecords};
+use super::reserved_files::ReservedSegmentFiles;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::file_names::{log_file, offset_index_file, time_index_file, transaction_index_file, with_suffix};
@@ -138,13 +139,47 @@ impl LogSegment {
             max_index,
             read_only,
         );
-        let txn_index = TransactionIndex::new(
-            base_offset,
-            with_suffix(&transaction_index_file(dir, base_offset), file_suffix),
-            !read_only,
-        );
+        let txn_path = with_suffix(&transaction_index_file(dir, base_offset), file_suffix);
+        Ok(Self::from_parts(base_offset, log, offset_index, time_index, txn_path, config, clock, read_only))
+    }
+
+    /// Creates the new live segment at `base_offset` in `dir` (the roll's [`Self::open`], with
+    /// `config.preallocate`) from `reserved`, files created ahead of the roll: they are named
+    /// as the segment's `.log` now and as its indexes on their first use, instead of files
+    /// being created (`segment::reserved_files`).
+    pub fn create_reserved(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        clock: SharedClock,
+        reserved: ReservedSegmentFiles,
+    ) -> Result<Self> {
+        let prealloc = config.preallocate.then_some(config.init_file_size() as u64);
+        let log = FileRecords::open_reserved(log_file(dir, base_offset), reserved.log, prealloc)?;
+        let max_index = config.segment_index_bytes as usize;
+        let offset_index =
+            LazyIndex::new_reserved(offset_index_file(dir, base_offset), base_offset, max_index, reserved.offset_index);
+        let time_index =
+            LazyIndex::new_reserved(time_index_file(dir, base_offset), base_offset, max_index, reserved.time_index);
+        let txn_path = transaction_index_file(dir, base_offset);
+        Ok(Self::from_parts(base_offset, log, offset_index, time_index, txn_path, config, clock, false))
+    }
+
+    /// A segment over its opened files.
+    #[allow(clippy::too_many_arguments)] // the parts of one struct, each named at the call
+    fn from_parts(
+        base_offset: i64,
+        log: FileRecords,
+        offset_index: LazyIndex<OffsetIndex>,
+        time_index: LazyIndex<TimeIndex>,
+        txn_path: PathBuf,
+        config: &LogConfig,
+        clock: SharedClock,
+        read_only: bool,
+    ) -> Self {
+        let txn_index = TransactionIndex::new(base_offset, txn_path, !read_only);
         let now = clock.milliseconds();
-        Ok(LogSegment {
+        LogSegment {
             base_offset,
             log,
             offset_index,
@@ -165,7 +200,7 @@ impl LogSegment {
             indexes_unsynced: AtomicBool::new(false),
             torn_tail_verdict: Mutex::new(None),
             trim_pending: Mutex::new(false),
-        })
+        }
     }
 
     /// Sets the random jitter subtracted from segment.ms for this segment.

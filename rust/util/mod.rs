@@ -1,5 +1,6 @@
 //! One-shot background tasks, durability helpers, the file I/O fault-injection seam, injectable time, who holds a lock,
-//! the pure half of the `log` -> Python `logging` bridge, and Kafka's murmur2 partitioner.
+//! the pure half of the `log` -> Python `logging` bridge, Kafka's murmur2 partitioner, and unnamed files
+//! (`O_TMPFILE`) named later.
 
 pub mod background;
 pub mod clock;
@@ -9,6 +10,7 @@ pub mod lock_holder;
 pub mod log_bridge;
 pub mod murmur2;
 pub mod progress;
+pub mod unnamed_file;
 
 /// proptest's configuration for the crate's property tests: a fixed RNG seed (proptest's own
 /// default draws one from the OS on every run), so every run tries the same cases and a failure

@@ -14,6 +14,8 @@
 //! - `fuzz`: `fuzz_*` targets for the batch decoder and log loading (`make fuzz` runs them long);
 //! - `fault`: disk failures (EIO, ENOSPC, failed fsync) through the fault-injection seam;
 //! - `log_manager`: several log dirs, restarts, the scheduler, a failing dir;
+//! - `roll_flush` and `roll_reserve`: the flush after a roll in the background, and the next
+//!   roll's files created ahead by it;
 //! - `dirty_clean`: on-demand cleans of the dirty section, kept in `cleaner-offset-checkpoint`;
 //! - `log_cleaner_manager`: the cleaner's partition states and checkpoints (Kafka's
 //!   `LogCleanerManagerTest`);
@@ -47,6 +49,7 @@ mod read_committed;
 mod reopen;
 mod retention;
 mod roll_flush;
+mod roll_reserve;
 mod segment;
 mod startup_lock;
 mod throttle;

@@ -430,6 +430,13 @@ impl ProducerStateManager {
     /// directory (Kafka defers the fsync of a roll's snapshot to the flush:
     /// [`Self::flush_snapshot`]). Producer ids are written ascending.
     pub fn take_snapshot(&mut self, sync: bool) -> Result<Option<PathBuf>> {
+        self.take_snapshot_into(sync, None)
+    }
+
+    /// [`Self::take_snapshot`], the file written into `reserved` when given: an unnamed file
+    /// created ahead of the roll (`util::unnamed_file::write_and_name`), so the roll names a
+    /// file instead of creating one. Without `sync` only; a reservation left unused is dropped.
+    pub fn take_snapshot_into(&mut self, sync: bool, reserved: Option<std::fs::File>) -> Result<Option<PathBuf>> {
         if self.last_map_offset <= self.last_snap_offset {
             return Ok(None);
         }
@@ -440,7 +447,10 @@ impl ProducerStateManager {
         entries.sort_unstable_by_key(|e| e.producer_id());
         let bytes = encode_snapshot(entries.into_iter());
         if !self.keep_deferred_snapshot(offset, &bytes)? {
-            replace_file(&path, &bytes, sync)?;
+            match reserved {
+                Some(file) if !sync => crate::util::unnamed_file::write_and_name(file, &path, &bytes)?,
+                _ => replace_file(&path, &bytes, sync)?,
+            }
         }
         log::info!(
             "[ProducerStateManager partition={}] Wrote producer snapshot at offset {offset} with {} producer ids in {} ms.",

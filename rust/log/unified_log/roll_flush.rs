@@ -21,12 +21,18 @@
 //! segment), so a rolled segment must be durable before the roll returns, and it starts no
 //! thread. `close` waits for a running flush and then flushes everything itself.
 //!
+//! After its flush, the task also creates the next roll's files unnamed
+//! (`segment::reserved_files`, and the producer snapshot's file), so the next roll names files
+//! instead of creating them under the write lock: creating a file's inode was most of a roll's
+//! cost. A log holds at most one reservation (four descriptors), dropped at close.
+//!
 //! `RollFlushMode::Synchronous` keeps the old behaviour (the flush under the write lock, inside
 //! the roll), as the baseline of `benches/roll_bench.rs`.
 //!
 //! Thread-safety: `RollFlush` is shared (`Arc`) by the log and its queued tasks; its state is
 //! behind a mutex, the flush itself runs holding no lock of the log.
 
+use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -39,6 +45,7 @@ use crate::file_names::producer_snapshot_file;
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 use crate::segment::log_segment::LogSegment;
 use crate::segment::log_segments::LogSegments;
+use crate::segment::reserved_files::ReservedSegmentFiles;
 use crate::util::background::BackgroundScheduler;
 use crate::util::clock::SharedClock;
 
@@ -71,6 +78,35 @@ struct State {
     closed: bool,
     /// The first failure of a background flush.
     failure: Option<String>,
+    /// `segment.index.bytes` at the latest roll: the size the next reservation preallocates
+    /// its indexes for.
+    index_bytes: usize,
+}
+
+/// The files of the next roll, created ahead by the flush task (see the module docs).
+#[derive(Debug)]
+pub(super) struct RollReserve {
+    /// The new segment's `.log` and indexes.
+    pub segment: ReservedSegmentFiles,
+    /// The producer snapshot the roll writes.
+    pub producer_snapshot: File,
+}
+
+impl RollReserve {
+    /// Creates the files unnamed in `dir`; `None` when the file system cannot, or a create
+    /// failed (the roll then creates its files itself).
+    fn create(dir: &std::path::Path, index_bytes: usize) -> Option<Self> {
+        Self::try_create(dir, index_bytes).unwrap_or_else(|e| {
+            log::debug!("could not create the next roll's files ahead in {}: {e}", dir.display());
+            None
+        })
+    }
+
+    fn try_create(dir: &std::path::Path, index_bytes: usize) -> std::io::Result<Option<Self>> {
+        let Some(segment) = ReservedSegmentFiles::create(dir, index_bytes)? else { return Ok(None) };
+        let snapshot = crate::util::unnamed_file::create_in(dir)?;
+        Ok(snapshot.map(|producer_snapshot| RollReserve { segment, producer_snapshot }))
+    }
 }
 
 /// What a log shares with its flush tasks.
@@ -88,6 +124,8 @@ pub(super) struct RollFlush {
     scheduler: Mutex<Option<Arc<BackgroundScheduler>>>,
     state: Mutex<State>,
     idle: Condvar,
+    /// The next roll's files, created ahead by the task.
+    reserve: Mutex<Option<RollReserve>>,
 }
 
 /// How `RollFlush::new` finds the log's pieces.
@@ -117,6 +155,7 @@ impl RollFlush {
             scheduler: Mutex::new(p.scheduler),
             state: Mutex::new(State { requested: -1, ..State::default() }),
             idle: Condvar::new(),
+            reserve: Mutex::new(None),
         })
     }
 
@@ -132,15 +171,17 @@ impl RollFlush {
     }
 
     /// Asks for a flush of everything below `offset` and of the producer snapshot at
-    /// `snapshot`, in the background. Called by the roll, under the write lock, when
-    /// [`RollFlush::in_background`].
-    pub(super) fn request(self: &Arc<Self>, offset: i64, snapshot: i64) {
+    /// `snapshot`, in the background, and for the next roll's files to be created ahead with
+    /// indexes of `index_bytes` (`segment.index.bytes`). Called by the roll, under the write
+    /// lock, when [`RollFlush::in_background`].
+    pub(super) fn request(self: &Arc<Self>, offset: i64, snapshot: i64, index_bytes: usize) {
         let mut state = self.state.lock();
         if state.closed {
             return;
         }
         state.requested = state.requested.max(offset);
         state.snapshots.push(snapshot);
+        state.index_bytes = index_bytes;
         if std::mem::replace(&mut state.queued, true) {
             return;
         }
@@ -165,26 +206,41 @@ impl RollFlush {
         }
     }
 
+    /// The files created ahead for this roll, when the task made them for indexes of
+    /// `index_bytes` (a reservation made before `segment.index.bytes` changed is dropped).
+    pub(super) fn take_reserve(&self, index_bytes: usize) -> Option<RollReserve> {
+        self.reserve.lock().take().filter(|r| r.segment.fits(index_bytes))
+    }
+
+    /// Whether the next roll's files are ready (for tests).
+    pub(super) fn has_reserve(&self) -> bool {
+        self.reserve.lock().is_some()
+    }
+
     /// Stops later tasks and waits for a running one; a closing log then flushes itself.
-    /// Queued tasks find the log closed and return at once.
+    /// Queued tasks find the log closed and return at once. The files created ahead are
+    /// closed (never named, they vanish).
     pub(super) fn close(&self) {
         let mut state = self.state.lock();
         state.closed = true;
         while state.running {
             self.idle.wait(&mut state);
         }
+        drop(state);
+        self.reserve.lock().take();
     }
 
     /// Stops later tasks without waiting for a running one (Kafka's `closeHandlers`: the log
     /// dir failed or the partition is being deleted; a flush still running finds the log
-    /// closed and drops its error).
+    /// closed and drops its error, and its files created ahead).
     pub(super) fn abandon(&self) {
         self.state.lock().closed = true;
+        self.reserve.lock().take();
     }
 
     /// The task: flush what was asked for, then advance the recovery point.
     fn run(&self) {
-        let (target, snapshots) = {
+        let (target, snapshots, index_bytes) = {
             let mut state = self.state.lock();
             state.queued = false;
             if state.closed || state.failure.is_some() {
@@ -192,8 +248,10 @@ impl RollFlush {
                 return;
             }
             state.running = true;
-            (std::mem::replace(&mut state.requested, -1), std::mem::take(&mut state.snapshots))
+            (std::mem::replace(&mut state.requested, -1), std::mem::take(&mut state.snapshots), state.index_bytes)
         };
+        // The next roll's files first: rolls may come faster than the fsyncs below.
+        self.reserve_next_roll(index_bytes);
         let result = self.flush_below(target, &snapshots);
         let mut state = self.state.lock();
         if let Err(e) = result {
@@ -210,6 +268,19 @@ impl RollFlush {
         }
         state.running = false;
         self.idle.notify_all();
+    }
+
+    /// Creates the next roll's files ahead, unless they are there already. Dropped when the
+    /// log closed meanwhile (`abandon` does not wait for the task).
+    fn reserve_next_roll(&self, index_bytes: usize) {
+        if self.reserve.lock().is_some() {
+            return;
+        }
+        let Some(reserve) = RollReserve::create(&self.dir, index_bytes) else { return };
+        let state = self.state.lock();
+        if !state.closed {
+            self.reserve.lock().get_or_insert(reserve);
+        }
     }
 
     /// Kafka's `flushUptoOffsetExclusive`: fsyncs the snapshots, the segments holding offsets
