@@ -14,7 +14,12 @@
 //! Every step passes the fault-injection seam: naming a file is the roll's create
 //! (`FaultOp::Open` on the new name), writing it is `FaultOp::Write`.
 //!
-//! Thread-safety: free functions on descriptors the caller owns.
+//! An unnamed file lives only as long as its descriptor, so files created ahead hold
+//! descriptors until they are used. [`DescriptorPermit`] bounds how many the whole process
+//! holds this way, so they never take the descriptors a log's segments need.
+//!
+//! Thread-safety: free functions on descriptors the caller owns; the permits' count is a
+//! process-wide atomic.
 
 #![allow(unsafe_code)] // `linkat`; see the SAFETY comment
 
@@ -24,6 +29,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 use crate::util::fault::{check, FaultOp};
@@ -104,6 +111,50 @@ pub fn write_and_name(reserved: File, path: &Path, contents: &[u8]) -> Result<()
     crate::util::file::replace_file(path, contents, false)
 }
 
+/// Descriptors held by files created ahead, in the whole process.
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// The most descriptors files created ahead may hold at once: a sixteenth of the soft open-file
+/// limit (`RLIMIT_NOFILE`), at most 4096 (64 with the common default limit of 1024).
+fn descriptor_budget() -> usize {
+    static BUDGET: OnceLock<usize> = OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        // SAFETY: `rlimit` is a plain C struct for which all-zero bytes are a valid value.
+        let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+        // SAFETY: getrlimit writes only `limit`, which we own.
+        let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) };
+        let soft = if rc == 0 { usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX) } else { 1024 };
+        (soft / 16).min(4096)
+    })
+}
+
+/// Leave to hold `n` descriptors of files created ahead; released when dropped.
+#[derive(Debug)]
+pub struct DescriptorPermit {
+    n: usize,
+    held: &'static AtomicUsize,
+}
+
+impl DescriptorPermit {
+    /// A permit for `n` descriptors, or `None` when the process's files created ahead already
+    /// hold the budget (the caller then creates its files when it needs them).
+    pub fn acquire(n: usize) -> Option<Self> {
+        Self::acquire_from(&HELD, descriptor_budget(), n)
+    }
+
+    fn acquire_from(held: &'static AtomicUsize, budget: usize, n: usize) -> Option<Self> {
+        held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| (h + n <= budget).then_some(h + n))
+            .ok()
+            .map(|_| DescriptorPermit { n, held })
+    }
+}
+
+impl Drop for DescriptorPermit {
+    fn drop(&mut self) {
+        self.held.fetch_sub(self.n, Ordering::AcqRel);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +214,19 @@ mod tests {
         let err = name_as_new(&file, &path).unwrap_err();
         assert!(err.to_string().contains("a.log"), "{err}");
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn permits_stay_within_the_budget_and_return_on_drop() {
+        static TEST_HELD: AtomicUsize = AtomicUsize::new(0);
+        let a = DescriptorPermit::acquire_from(&TEST_HELD, 10, 4).expect("4 of 10");
+        let b = DescriptorPermit::acquire_from(&TEST_HELD, 10, 4).expect("8 of 10");
+        assert!(DescriptorPermit::acquire_from(&TEST_HELD, 10, 4).is_none(), "12 > 10");
+        drop(a);
+        let c = DescriptorPermit::acquire_from(&TEST_HELD, 10, 4).expect("8 of 10 again");
+        drop((b, c));
+        assert_eq!(TEST_HELD.load(Ordering::Acquire), 0);
+        assert!(descriptor_budget() >= 1024 / 16, "the test machine's limit is at least 1024");
     }
 
     #[test]

@@ -24,7 +24,9 @@
 //! After its flush, the task also creates the next roll's files unnamed
 //! (`segment::reserved_files`, and the producer snapshot's file), so the next roll names files
 //! instead of creating them under the write lock: creating a file's inode was most of a roll's
-//! cost. A log holds at most one reservation (four descriptors), dropped at close.
+//! cost. A log holds at most one reservation (four descriptors), dropped at close, and the
+//! process's reservations stay within a share of its open-file limit
+//! (`util::unnamed_file::DescriptorPermit`): past it, rolls create their files.
 //!
 //! `RollFlushMode::Synchronous` keeps the old behaviour (the flush under the write lock, inside
 //! the roll), as the baseline of `benches/roll_bench.rs`.
@@ -48,6 +50,7 @@ use crate::segment::log_segments::LogSegments;
 use crate::segment::reserved_files::ReservedSegmentFiles;
 use crate::util::background::BackgroundScheduler;
 use crate::util::clock::SharedClock;
+use crate::util::unnamed_file::DescriptorPermit;
 
 /// Where a roll's flush runs. Not a Kafka setting: Kafka always flushes in the background.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -90,6 +93,8 @@ pub(super) struct RollReserve {
     pub segment: ReservedSegmentFiles,
     /// The producer snapshot the roll writes.
     pub producer_snapshot: File,
+    /// The four descriptors' share of the process's budget (`util::unnamed_file`).
+    _permit: DescriptorPermit,
 }
 
 impl RollReserve {
@@ -103,9 +108,10 @@ impl RollReserve {
     }
 
     fn try_create(dir: &std::path::Path, index_bytes: usize) -> std::io::Result<Option<Self>> {
+        let Some(permit) = DescriptorPermit::acquire(4) else { return Ok(None) };
         let Some(segment) = ReservedSegmentFiles::create(dir, index_bytes)? else { return Ok(None) };
         let snapshot = crate::util::unnamed_file::create_in(dir)?;
-        Ok(snapshot.map(|producer_snapshot| RollReserve { segment, producer_snapshot }))
+        Ok(snapshot.map(|producer_snapshot| RollReserve { segment, producer_snapshot, _permit: permit }))
     }
 }
 
