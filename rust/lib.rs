@@ -38,7 +38,8 @@
 //! - `util/file.rs`: the directory `flock`, the `.lock` file's `fcntl` lock, `pathconf` and the
 //!   write-back hint;
 //! - `util/fault.rs`: the fault seam's `SIGKILL` of its own process (crash tests);
-//! - `util/unnamed_file.rs`: `linkat`, which names a file created unnamed (`O_TMPFILE`);
+//! - `util/unnamed_file.rs`: `linkat`, which names a file created unnamed (`O_TMPFILE`), and
+//!   `getrlimit` for their descriptor budget;
 //! - `cleaner/offset_map.rs`: the cache prefetch hint of the cleaner's offset map;
 //! - `cleaner/md5x16_avx512.rs`: the AVX-512 MD5 kernel, run only through a token made by the
 //!   run-time CPU check;

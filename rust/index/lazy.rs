@@ -4,7 +4,6 @@
 //!
 //! Thread-safety: safe for concurrent use; lookups share a read lock, appends take the write lock.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use parking_lot::{MappedRwLockReadGuard, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -12,13 +11,15 @@ use parking_lot::{MappedRwLockReadGuard, Mutex, RwLock, RwLockReadGuard, RwLockW
 use super::offset_index::OffsetIndex;
 use super::time_index::TimeIndex;
 use crate::error::Result;
+use crate::util::fault::FaultOp;
+use crate::util::unnamed_file::UnnamedFile;
 
 /// What the lazy wrapper needs from an index type.
 pub trait IndexFile: Sized {
     /// Opens read-write (creating the file, preallocated to `max_index_size`).
     fn open_rw(path: PathBuf, base_offset: i64, max_index_size: usize) -> Result<Self>;
     /// `open_rw`, a missing file created from `reserved` (an unnamed file created ahead).
-    fn open_rw_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: File) -> Result<Self>;
+    fn open_rw_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: UnnamedFile) -> Result<Self>;
     /// Opens read-write at `size` (`open_rw`, then `resize`, in one open).
     fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self>;
     /// Kafka's `resize`.
@@ -39,7 +40,7 @@ impl IndexFile for OffsetIndex {
     fn open_rw(path: PathBuf, base_offset: i64, max_index_size: usize) -> Result<Self> {
         OffsetIndex::open(path, base_offset, max_index_size)
     }
-    fn open_rw_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: File) -> Result<Self> {
+    fn open_rw_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: UnnamedFile) -> Result<Self> {
         OffsetIndex::open_reserved(path, base_offset, max_index_size, reserved)
     }
     fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self> {
@@ -69,7 +70,7 @@ impl IndexFile for TimeIndex {
     fn open_rw(path: PathBuf, base_offset: i64, max_index_size: usize) -> Result<Self> {
         TimeIndex::open(path, base_offset, max_index_size)
     }
-    fn open_rw_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: File) -> Result<Self> {
+    fn open_rw_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: UnnamedFile) -> Result<Self> {
         TimeIndex::open_reserved(path, base_offset, max_index_size, reserved)
     }
     fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self> {
@@ -108,10 +109,10 @@ pub struct LazyIndex<T> {
     base_offset: i64,
     max_index_size: usize,
     read_only: bool,
-    /// An unnamed file created ahead (`segment::reserved_files`) that the first open names as
-    /// the index file when the file does not exist yet. Any other use of the index leaves it
-    /// unnamed; it is closed with the index.
-    reserved: Mutex<Option<File>>,
+    /// An unnamed file created ahead (`segment::reserved_files`) that the first open (or
+    /// `create_empty_if_missing`) names as the index file. Any other change to the index drops
+    /// it unnamed.
+    reserved: Mutex<Option<UnnamedFile>>,
 }
 
 impl<T: IndexFile> LazyIndex<T> {
@@ -128,7 +129,7 @@ impl<T: IndexFile> LazyIndex<T> {
 
     /// A new read-write index whose file does not exist yet: its first open names `reserved`
     /// (an unnamed file created ahead, `util::unnamed_file`) `path` instead of creating a file.
-    pub fn new_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: File) -> Self {
+    pub fn new_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: UnnamedFile) -> Self {
         let index = Self::new(path, base_offset, max_index_size, false);
         *index.reserved.lock() = Some(reserved);
         index
@@ -183,6 +184,7 @@ impl<T: IndexFile> LazyIndex<T> {
     /// # Errors
     /// As the index's open and `resize`.
     pub fn resize(&self, size: usize) -> Result<bool> {
+        self.drop_reserved();
         if !self.read_only {
             let mut state = self.state.write();
             if let State::Unloaded { path } = &*state {
@@ -191,6 +193,11 @@ impl<T: IndexFile> LazyIndex<T> {
             }
         }
         self.get_mut()?.resize_file(size)
+    }
+
+    /// Closes the unnamed file created ahead, if the index still holds one.
+    fn drop_reserved(&self) {
+        self.reserved.lock().take();
     }
 
     /// Shared access, opening the file first if needed.
@@ -266,6 +273,7 @@ impl<T: IndexFile> LazyIndex<T> {
         if self.read_only {
             return Err(crate::error::Error::ReadOnly { path: self.path() });
         }
+        self.drop_reserved();
         let mut state = self.state.write();
         let path = match &*state {
             State::Loaded(index) => index.file_path().to_path_buf(),
@@ -277,6 +285,7 @@ impl<T: IndexFile> LazyIndex<T> {
 
     /// Renames the file, whether or not it is open.
     pub fn rename_to(&self, to: &Path) -> Result<()> {
+        self.drop_reserved();
         let mut state = self.state.write();
         match &mut *state {
             State::Loaded(index) => index.rename(to),
@@ -295,6 +304,12 @@ impl<T: IndexFile> LazyIndex<T> {
     pub fn create_empty_if_missing(&self) -> Result<()> {
         let state = self.state.read();
         if let State::Unloaded { path } = &*state {
+            let reserved = self.reserved.lock().take();
+            if let Some(unnamed) = reserved {
+                if unnamed.name(path, FaultOp::Open, "create")?.is_some() {
+                    return Ok(());
+                }
+            }
             if !path.exists() && !self.read_only {
                 crate::util::fault::check(path, crate::util::fault::FaultOp::Open)
                     .and_then(|()| std::fs::OpenOptions::new().write(true).create_new(true).open(path).map(drop))
@@ -306,6 +321,7 @@ impl<T: IndexFile> LazyIndex<T> {
 
     /// Deletes the file, whether or not it is open.
     pub fn delete_if_exists(&self) -> Result<bool> {
+        self.drop_reserved();
         let mut state = self.state.write();
         match &mut *state {
             State::Loaded(index) => index.delete(),

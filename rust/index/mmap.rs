@@ -28,6 +28,7 @@ use memmap2::{Advice, MmapMut, MmapOptions};
 
 use crate::error::{Error, Result};
 use crate::util::fault::{check, FaultOp};
+use crate::util::unnamed_file::UnnamedFile;
 
 /// How many entries a read-only open reads per positional read.
 const SNAPSHOT_CHUNK_ENTRIES: usize = 4096;
@@ -48,19 +49,18 @@ impl IndexStorage {
     /// given and its whole entries (all of its length, an existing file being trimmed) fit (an
     /// index resized as it opens: one open, `stat` and map instead of two). With `reserved` (an
     /// unnamed file created ahead, `util::unnamed_file`), the new file is that one, named
-    /// `path`, unless the name cannot be given (`path` exists): then as without. Returns the
+    /// `path`, unless the name cannot be given here (`path` exists): then as without. Returns the
     /// storage and, for an existing file, its length before any resize (`None`: created).
     pub(crate) fn open_mapped(
         path: &Path,
         max_index_size: usize,
         entry_size: usize,
         resize_to: Option<usize>,
-        reserved: Option<File>,
+        reserved: Option<UnnamedFile>,
     ) -> Result<(Self, Option<u64>)> {
-        if let Some(file) = reserved {
-            if crate::util::unnamed_file::name_as_new(&file, path)? {
-                let current_len = file.metadata().map_or(0, |m| m.len());
-                return Self::map_new(path, &file, current_len, max_index_size, entry_size).map(|s| (s, None));
+        if let Some(unnamed) = reserved {
+            if let Some(file) = unnamed.name(path, FaultOp::Open, "create index")? {
+                return Self::map_new(path, &file, max_index_size, entry_size).map(|s| (s, None));
             }
         }
         // An existing file is the common case: open it first, create only if missing.
@@ -72,7 +72,7 @@ impl IndexStorage {
                 let file = check(path, FaultOp::Open)
                     .and_then(|()| OpenOptions::new().read(true).write(true).create_new(true).open(path))
                     .map_err(|e| Error::io(path, "create index", e))?;
-                return Self::map_new(path, &file, 0, max_index_size, entry_size).map(|s| (s, None));
+                return Self::map_new(path, &file, max_index_size, entry_size).map(|s| (s, None));
             }
             Err(e) => return Err(Error::io(path, "open index", e)),
         };
@@ -91,11 +91,10 @@ impl IndexStorage {
         Ok((IndexStorage::Mapped(map), Some(old_len)))
     }
 
-    /// Preallocates the file just created at `path` (`current_len` bytes long: empty, or an
-    /// unnamed file preallocated ahead) to `max_index_size` rounded down to whole entries, and
-    /// maps it. On failure the file is deleted: the next open would take an empty file for a
-    /// trimmed index.
-    fn map_new(path: &Path, file: &File, current_len: u64, max_index_size: usize, entry_size: usize) -> Result<Self> {
+    /// Preallocates the empty file just created (or named) at `path` to `max_index_size`
+    /// rounded down to whole entries, and maps it. On failure the file is deleted: the next
+    /// open would take an empty file for a trimmed index.
+    fn map_new(path: &Path, file: &File, max_index_size: usize, entry_size: usize) -> Result<Self> {
         let len = max_index_size / entry_size * entry_size;
         let preallocated = if len == 0 {
             Err(Error::illegal_state(format!(
@@ -103,8 +102,6 @@ impl IndexStorage {
                  {entry_size}-byte entry",
                 path.display()
             )))
-        } else if current_len == len as u64 {
-            Ok(())
         } else {
             check(path, FaultOp::Truncate)
                 .and_then(|()| file.set_len(len as u64))

@@ -163,7 +163,7 @@ impl AbstractIndex {
         max_index_size: usize,
         entry_size: usize,
         resize_to: Option<usize>,
-        reserved: Option<std::fs::File>,
+        reserved: Option<crate::util::unnamed_file::UnnamedFile>,
     ) -> Result<Self> {
         let resize_to = resize_to.map(|size| size / entry_size * entry_size);
         let (storage, old_len) = IndexStorage::open_mapped(&path, max_index_size, entry_size, resize_to, reserved)?;

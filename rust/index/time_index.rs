@@ -60,7 +60,7 @@ impl TimeIndex {
         path: impl Into<PathBuf>,
         base_offset: i64,
         max_index_size: usize,
-        reserved: std::fs::File,
+        reserved: crate::util::unnamed_file::UnnamedFile,
     ) -> Result<Self> {
         let inner = AbstractIndex::open(path.into(), base_offset, max_index_size, ENTRY_SIZE, None, Some(reserved))?;
         Ok(Self::with_inner(inner))

@@ -423,9 +423,8 @@ impl UnifiedLog {
         let leo = self.log_end_offset();
         let new_offset = expected_next_offset.unwrap_or(0).max(leo);
         let config = self.config();
-        let index_bytes = config.segment_index_bytes as usize;
         // Files the last background flush created ahead, named now instead of created.
-        let (segment_files, snapshot_file) = match self.roll_flush.take_reserve(index_bytes) {
+        let (segment_files, snapshot_file) = match self.roll_flush.take_reserve() {
             Some(reserve) => (Some(reserve.segment), Some(reserve.producer_snapshot)),
             None => (None, None),
         };
@@ -438,7 +437,7 @@ impl UnifiedLog {
         if self.roll_flush.in_background() {
             // Kafka's roll: the snapshot and everything below the new segment are fsynced by a
             // `flush-log` task, which then advances the recovery point.
-            self.roll_flush.request(new_offset, new_offset, index_bytes);
+            self.roll_flush.request(new_offset, new_offset);
         } else {
             psm.flush_snapshot(new_offset)?;
             self.flush_locked(new_offset)?;

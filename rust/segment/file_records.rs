@@ -22,6 +22,7 @@ use crate::record::batch::{
 };
 use crate::record::records::{AnyBatch, BatchIter};
 use crate::util::fault::{check, FaultOp};
+use crate::util::unnamed_file::UnnamedFile;
 
 /// Default size of the chunks read while scanning batches.
 const SCAN_CHUNK: usize = 1 << 20;
@@ -108,15 +109,15 @@ impl FileRecords {
 
     /// [`Self::open`] (writable) of a new file: `reserved`, an unnamed file created ahead
     /// (`segment::reserved_files`), is named `path` instead of a file being created. When the
-    /// name cannot be given (`path` exists), as `open`.
+    /// name cannot be given here (`path` exists), as `open`.
     ///
     /// # Errors
     /// As [`Self::open`].
-    pub fn open_reserved(path: PathBuf, reserved: File, preallocate_bytes: Option<u64>) -> Result<Self> {
-        if crate::util::unnamed_file::name_as_new(&reserved, &path)? {
-            return Self::with_file(path, reserved, true, preallocate_bytes);
+    pub fn open_reserved(path: PathBuf, reserved: UnnamedFile, preallocate_bytes: Option<u64>) -> Result<Self> {
+        match reserved.name(&path, FaultOp::Open, "open")? {
+            Some(file) => Self::with_file(path, file, true, preallocate_bytes),
+            None => Self::open(path, true, preallocate_bytes),
         }
-        Self::open(path, true, preallocate_bytes)
     }
 
     /// The records of `file`, open at `path`; a writable empty file is preallocated first.

@@ -434,9 +434,13 @@ impl ProducerStateManager {
     }
 
     /// [`Self::take_snapshot`], the file written into `reserved` when given: an unnamed file
-    /// created ahead of the roll (`util::unnamed_file::write_and_name`), so the roll names a
+    /// created ahead of the roll (`UnnamedFile::write_and_name`), so the roll names a
     /// file instead of creating one. Without `sync` only; a reservation left unused is dropped.
-    pub fn take_snapshot_into(&mut self, sync: bool, reserved: Option<std::fs::File>) -> Result<Option<PathBuf>> {
+    pub fn take_snapshot_into(
+        &mut self,
+        sync: bool,
+        reserved: Option<crate::util::unnamed_file::UnnamedFile>,
+    ) -> Result<Option<PathBuf>> {
         if self.last_map_offset <= self.last_snap_offset {
             return Ok(None);
         }
@@ -448,7 +452,7 @@ impl ProducerStateManager {
         let bytes = encode_snapshot(entries.into_iter());
         if !self.keep_deferred_snapshot(offset, &bytes)? {
             match reserved {
-                Some(file) if !sync => crate::util::unnamed_file::write_and_name(file, &path, &bytes)?,
+                Some(unnamed) if !sync => unnamed.write_and_name(&path, &bytes)?,
                 _ => replace_file(&path, &bytes, sync)?,
             }
         }

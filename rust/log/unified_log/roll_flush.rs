@@ -25,8 +25,8 @@
 //! (`segment::reserved_files`, and the producer snapshot's file), so the next roll names files
 //! instead of creating them under the write lock: creating a file's inode was most of a roll's
 //! cost. A log holds at most one reservation (four descriptors), dropped at close, and the
-//! process's reservations stay within a share of its open-file limit
-//! (`util::unnamed_file::DescriptorPermit`): past it, rolls create their files.
+//! process's unnamed files stay within a share of its open-file limit (`util::unnamed_file`):
+//! past it, rolls create their files.
 //!
 //! `RollFlushMode::Synchronous` keeps the old behaviour (the flush under the write lock, inside
 //! the roll), as the baseline of `benches/roll_bench.rs`.
@@ -34,9 +34,8 @@
 //! Thread-safety: `RollFlush` is shared (`Arc`) by the log and its queued tasks; its state is
 //! behind a mutex, the flush itself runs holding no lock of the log.
 
-use std::fs::File;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -50,7 +49,7 @@ use crate::segment::log_segments::LogSegments;
 use crate::segment::reserved_files::ReservedSegmentFiles;
 use crate::util::background::BackgroundScheduler;
 use crate::util::clock::SharedClock;
-use crate::util::unnamed_file::DescriptorPermit;
+use crate::util::unnamed_file::UnnamedFile;
 
 /// Where a roll's flush runs. Not a Kafka setting: Kafka always flushes in the background.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -81,37 +80,28 @@ struct State {
     closed: bool,
     /// The first failure of a background flush.
     failure: Option<String>,
-    /// `segment.index.bytes` at the latest roll: the size the next reservation preallocates
-    /// its indexes for.
-    index_bytes: usize,
 }
 
 /// The files of the next roll, created ahead by the flush task (see the module docs).
+/// Thread-safety: owned; moved from the task to the roll.
 #[derive(Debug)]
 pub(super) struct RollReserve {
     /// The new segment's `.log` and indexes.
     pub segment: ReservedSegmentFiles,
     /// The producer snapshot the roll writes.
-    pub producer_snapshot: File,
-    /// The four descriptors' share of the process's budget (`util::unnamed_file`).
-    _permit: DescriptorPermit,
+    pub producer_snapshot: UnnamedFile,
 }
 
 impl RollReserve {
-    /// Creates the files unnamed in `dir`; `None` when the file system cannot, or a create
-    /// failed (the roll then creates its files itself).
-    fn create(dir: &std::path::Path, index_bytes: usize) -> Option<Self> {
-        Self::try_create(dir, index_bytes).unwrap_or_else(|e| {
-            log::debug!("could not create the next roll's files ahead in {}: {e}", dir.display());
-            None
-        })
-    }
-
-    fn try_create(dir: &std::path::Path, index_bytes: usize) -> std::io::Result<Option<Self>> {
-        let Some(permit) = DescriptorPermit::acquire(4) else { return Ok(None) };
-        let Some(segment) = ReservedSegmentFiles::create(dir, index_bytes)? else { return Ok(None) };
-        let snapshot = crate::util::unnamed_file::create_in(dir)?;
-        Ok(snapshot.map(|producer_snapshot| RollReserve { segment, producer_snapshot, _permit: permit }))
+    /// Creates the files unnamed in `dir`. `Ok(None)` when the process's unnamed files hold
+    /// their descriptor budget.
+    ///
+    /// # Errors
+    /// As `UnnamedFile::create_in` (`ErrorKind::Unsupported`: the file system cannot).
+    fn create(dir: &std::path::Path) -> std::io::Result<Option<Self>> {
+        let Some(segment) = ReservedSegmentFiles::create(dir)? else { return Ok(None) };
+        let Some(producer_snapshot) = UnnamedFile::create_in(dir)? else { return Ok(None) };
+        Ok(Some(RollReserve { segment, producer_snapshot }))
     }
 }
 
@@ -132,6 +122,8 @@ pub(super) struct RollFlush {
     idle: Condvar,
     /// The next roll's files, created ahead by the task.
     reserve: Mutex<Option<RollReserve>>,
+    /// The log's file system cannot create unnamed files: the task stops trying.
+    reserve_unsupported: AtomicBool,
 }
 
 /// How `RollFlush::new` finds the log's pieces.
@@ -162,6 +154,7 @@ impl RollFlush {
             state: Mutex::new(State { requested: -1, ..State::default() }),
             idle: Condvar::new(),
             reserve: Mutex::new(None),
+            reserve_unsupported: AtomicBool::new(false),
         })
     }
 
@@ -177,17 +170,15 @@ impl RollFlush {
     }
 
     /// Asks for a flush of everything below `offset` and of the producer snapshot at
-    /// `snapshot`, in the background, and for the next roll's files to be created ahead with
-    /// indexes of `index_bytes` (`segment.index.bytes`). Called by the roll, under the write
-    /// lock, when [`RollFlush::in_background`].
-    pub(super) fn request(self: &Arc<Self>, offset: i64, snapshot: i64, index_bytes: usize) {
+    /// `snapshot`, in the background, and for the next roll's files to be created ahead.
+    /// Called by the roll, under the write lock, when [`RollFlush::in_background`].
+    pub(super) fn request(self: &Arc<Self>, offset: i64, snapshot: i64) {
         let mut state = self.state.lock();
         if state.closed {
             return;
         }
         state.requested = state.requested.max(offset);
         state.snapshots.push(snapshot);
-        state.index_bytes = index_bytes;
         if std::mem::replace(&mut state.queued, true) {
             return;
         }
@@ -212,10 +203,9 @@ impl RollFlush {
         }
     }
 
-    /// The files created ahead for this roll, when the task made them for indexes of
-    /// `index_bytes` (a reservation made before `segment.index.bytes` changed is dropped).
-    pub(super) fn take_reserve(&self, index_bytes: usize) -> Option<RollReserve> {
-        self.reserve.lock().take().filter(|r| r.segment.fits(index_bytes))
+    /// The files created ahead for this roll, if the task made them.
+    pub(super) fn take_reserve(&self) -> Option<RollReserve> {
+        self.reserve.lock().take()
     }
 
     /// Whether the next roll's files are ready (for tests).
@@ -246,7 +236,7 @@ impl RollFlush {
 
     /// The task: flush what was asked for, then advance the recovery point.
     fn run(&self) {
-        let (target, snapshots, index_bytes) = {
+        let (target, snapshots) = {
             let mut state = self.state.lock();
             state.queued = false;
             if state.closed || state.failure.is_some() {
@@ -254,10 +244,10 @@ impl RollFlush {
                 return;
             }
             state.running = true;
-            (std::mem::replace(&mut state.requested, -1), std::mem::take(&mut state.snapshots), state.index_bytes)
+            (std::mem::replace(&mut state.requested, -1), std::mem::take(&mut state.snapshots))
         };
         // The next roll's files first: rolls may come faster than the fsyncs below.
-        self.reserve_next_roll(index_bytes);
+        self.reserve_next_roll();
         let result = self.flush_below(target, &snapshots);
         let mut state = self.state.lock();
         if let Err(e) = result {
@@ -276,13 +266,24 @@ impl RollFlush {
         self.idle.notify_all();
     }
 
-    /// Creates the next roll's files ahead, unless they are there already. Dropped when the
-    /// log closed meanwhile (`abandon` does not wait for the task).
-    fn reserve_next_roll(&self, index_bytes: usize) {
-        if self.reserve.lock().is_some() {
+    /// Creates the next roll's files ahead, unless they are there already (or the file
+    /// system cannot). Dropped when the log closed meanwhile (`abandon` does not wait for the
+    /// task).
+    fn reserve_next_roll(&self) {
+        if self.reserve_unsupported.load(Ordering::Relaxed) || self.reserve.lock().is_some() {
             return;
         }
-        let Some(reserve) = RollReserve::create(&self.dir, index_bytes) else { return };
+        let reserve = match RollReserve::create(&self.dir) {
+            Ok(Some(reserve)) => reserve,
+            Ok(None) => return,
+            Err(e) => {
+                if e.kind() == std::io::ErrorKind::Unsupported {
+                    self.reserve_unsupported.store(true, Ordering::Relaxed);
+                }
+                log::debug!("could not create the next roll's files ahead in {}: {e}", self.dir.display());
+                return;
+            }
+        };
         let state = self.state.lock();
         if !state.closed {
             self.reserve.lock().get_or_insert(reserve);
