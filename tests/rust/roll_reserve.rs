@@ -52,6 +52,19 @@ fn names_and_lengths(dir: &Path) -> Vec<(String, u64)> {
     listing(dir).into_iter().map(|(name, len, _)| (name, len)).collect()
 }
 
+/// A log in the background mode after two appends, a roll at offset 2 and its flush task:
+/// the next roll's files are reserved.
+fn rolled_once() -> (Fixture, Arc<BackgroundScheduler>, UnifiedLog) {
+    let fx = Fixture::new();
+    let scheduler = Arc::new(BackgroundScheduler::manual());
+    let log = open_with(&fx, &scheduler, RollFlushMode::Background);
+    append_idempotent(&log, 2);
+    assert_eq!(log.roll().unwrap(), 2);
+    scheduler.run_pending();
+    assert!(log.next_roll_files_reserved());
+    (fx, scheduler, log)
+}
+
 /// The directory's file names.
 fn names(dir: &Path) -> Vec<String> {
     listing(dir).into_iter().map(|(name, _, _)| name).collect()
@@ -132,13 +145,7 @@ fn reserved_files_leave_the_directory_a_created_roll_leaves() {
 /// log goes on rolling.
 #[test]
 fn an_unused_reservation_leaves_nothing() {
-    let fx = Fixture::new();
-    let scheduler = Arc::new(BackgroundScheduler::manual());
-    let log = open_with(&fx, &scheduler, RollFlushMode::Background);
-    append_idempotent(&log, 2);
-    log.roll().unwrap();
-    scheduler.run_pending();
-    assert!(log.next_roll_files_reserved());
+    let (fx, scheduler, log) = rolled_once();
     log.close().unwrap();
     assert!(!log.next_roll_files_reserved(), "close drops the reservation");
     let expected = [
@@ -163,13 +170,7 @@ fn an_unused_reservation_leaves_nothing() {
 /// they were created applies to them.
 #[test]
 fn a_changed_index_size_applies_to_files_created_ahead() {
-    let fx = Fixture::new();
-    let scheduler = Arc::new(BackgroundScheduler::manual());
-    let log = open_with(&fx, &scheduler, RollFlushMode::Background);
-    append_idempotent(&log, 2);
-    log.roll().unwrap();
-    scheduler.run_pending();
-    assert!(log.next_roll_files_reserved());
+    let (fx, _scheduler, log) = rolled_once();
     log.update_config(config(&[("index.interval.bytes", "1"), ("segment.index.bytes", "2048")])).unwrap();
     append_idempotent(&log, 2);
     assert_eq!(log.roll().unwrap(), 4);
@@ -184,14 +185,8 @@ fn a_changed_index_size_applies_to_files_created_ahead() {
 /// nothing of the new segment is left.
 #[test]
 fn a_failed_create_of_a_reserved_segment_file_fails_the_roll() {
-    let fx = Fixture::new();
-    let scheduler = Arc::new(BackgroundScheduler::manual());
-    let log = open_with(&fx, &scheduler, RollFlushMode::Background);
+    let (fx, _scheduler, log) = rolled_once();
     append_idempotent(&log, 2);
-    log.roll().unwrap();
-    scheduler.run_pending();
-    append_idempotent(&log, 2);
-    assert!(log.next_roll_files_reserved());
     let fault = inject(&log_file(&fx.dir, 4), FaultOp::Open, libc::EIO, Some(1));
     let err = log.roll().unwrap_err();
     assert!(matches!(err, Error::KafkaStorage { .. } | Error::Io { .. }), "{err:?}");
