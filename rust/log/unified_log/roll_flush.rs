@@ -21,10 +21,10 @@
 //! segment), so a rolled segment must be durable before the roll returns, and it starts no
 //! thread. `close` waits for a running flush and then flushes everything itself.
 //!
-//! After its flush, the task also creates the next roll's files unnamed
-//! (`segment::reserved_files`, and the producer snapshot's file), so the next roll names files
-//! instead of creating them under the write lock: creating a file's inode was most of a roll's
-//! cost. A log holds at most one reservation (four descriptors), dropped at close, and the
+//! Before its flush (rolls may come faster than fsyncs), the task creates the next roll's files
+//! unnamed (`segment::reserved_files`, and the producer snapshot's file), so the next roll names
+//! files instead of creating them under the write lock: creating a file's inode was most of a
+//! roll's cost. A log holds at most one reservation (four descriptors), dropped at close, and the
 //! process's unnamed files stay within a share of its open-file limit (`util::unnamed_file`):
 //! past it, rolls create their files.
 //!
