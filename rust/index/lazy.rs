@@ -10,6 +10,7 @@ use parking_lot::{MappedRwLockReadGuard, Mutex, RwLock, RwLockReadGuard, RwLockW
 
 use super::offset_index::OffsetIndex;
 use super::time_index::TimeIndex;
+use super::AbstractIndex;
 use crate::error::Result;
 use crate::util::fault::FaultOp;
 use crate::util::unnamed_file::UnnamedFile;
@@ -18,7 +19,8 @@ use crate::util::unnamed_file::UnnamedFile;
 pub trait IndexFile: Sized {
     /// Opens read-write (creating the file, preallocated to `max_index_size`).
     fn open_rw(path: PathBuf, base_offset: i64, max_index_size: usize) -> Result<Self>;
-    /// `open_rw`, a missing file created from `reserved` (an unnamed file created ahead).
+    /// `open_rw`, a missing file created from `reserved` (an unnamed file created ahead,
+    /// `segment::reserved_files`): it is named `path` instead of a new file being created.
     fn open_rw_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: UnnamedFile) -> Result<Self>;
     /// Opens read-write at `size` (`open_rw`, then `resize`, in one open).
     fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self>;
@@ -41,7 +43,8 @@ impl IndexFile for OffsetIndex {
         OffsetIndex::open(path, base_offset, max_index_size)
     }
     fn open_rw_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: UnnamedFile) -> Result<Self> {
-        OffsetIndex::open_reserved(path, base_offset, max_index_size, reserved)
+        let inner = AbstractIndex::open(path, base_offset, max_index_size, Self::ENTRY_SIZE, None, Some(reserved))?;
+        Ok(Self::with_inner(inner))
     }
     fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self> {
         OffsetIndex::open_resized(path, base_offset, max_index_size, size)
@@ -71,7 +74,8 @@ impl IndexFile for TimeIndex {
         TimeIndex::open(path, base_offset, max_index_size)
     }
     fn open_rw_reserved(path: PathBuf, base_offset: i64, max_index_size: usize, reserved: UnnamedFile) -> Result<Self> {
-        TimeIndex::open_reserved(path, base_offset, max_index_size, reserved)
+        let inner = AbstractIndex::open(path, base_offset, max_index_size, Self::ENTRY_SIZE, None, Some(reserved))?;
+        Ok(Self::with_inner(inner))
     }
     fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self> {
         TimeIndex::open_resized(path, base_offset, max_index_size, size)

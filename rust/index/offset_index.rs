@@ -47,21 +47,6 @@ impl OffsetIndex {
         Ok(Self::with_inner(inner))
     }
 
-    /// [`Self::open`] where a missing file is created from `reserved`, an unnamed file created
-    /// ahead (`segment::reserved_files`): it is named `path` instead of a new file being created.
-    ///
-    /// # Errors
-    /// As [`Self::open`].
-    pub fn open_reserved(
-        path: impl Into<PathBuf>,
-        base_offset: i64,
-        max_index_size: usize,
-        reserved: crate::util::unnamed_file::UnnamedFile,
-    ) -> Result<Self> {
-        let inner = AbstractIndex::open(path.into(), base_offset, max_index_size, ENTRY_SIZE, None, Some(reserved))?;
-        Ok(Self::with_inner(inner))
-    }
-
     /// [`Self::open`], then [`Self::resize`] to `size` in the same open (one open, `stat` and
     /// map; no unmap). A file whose entries would not fit at `size` keeps its length.
     ///
@@ -114,7 +99,9 @@ impl OffsetIndex {
         Ok(Self::with_inner(inner))
     }
 
-    fn with_inner(inner: AbstractIndex) -> Self {
+    /// The index over `inner`, its entries as the file holds them (`index::lazy` builds one
+    /// from a file created ahead).
+    pub(super) fn with_inner(inner: AbstractIndex) -> Self {
         let mut index = OffsetIndex { last_offset: inner.base_offset(), inner };
         index.truncate_to_entries(index.inner.entries());
         index

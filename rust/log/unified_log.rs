@@ -424,10 +424,8 @@ impl UnifiedLog {
         let new_offset = expected_next_offset.unwrap_or(0).max(leo);
         let config = self.config();
         // Files the last background flush created ahead, named now instead of created.
-        let (segment_files, snapshot_file) = match self.roll_flush.take_reserve() {
-            Some(reserve) => (Some(reserve.segment), Some(reserve.producer_snapshot)),
-            None => (None, None),
-        };
+        let (segment_files, snapshot_file) =
+            self.roll_flush.take_reserve().map(|reserve| (reserve.segment, reserve.producer_snapshot)).unzip();
         let segment = self.local.roll(new_offset, &config, segment_files)?;
         self.offsets.write().log_end_position = 0;
         // Kafka's roll: producer state is snapshotted at the new segment's base, so a reload
