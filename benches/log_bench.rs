@@ -213,7 +213,7 @@ fn bench_lookup(c: &mut Criterion) {
     let entries: Vec<(i64, u32)> = segments
         .iter()
         .flat_map(|s| {
-            let idx = s.offset_index().get().unwrap();
+            let idx = s.offset_index().unwrap().get().unwrap();
             (0..idx.entries()).map(|n| idx.entry(n).unwrap()).map(|e| (e.offset, e.position)).collect::<Vec<_>>()
         })
         .collect();

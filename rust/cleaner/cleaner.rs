@@ -317,7 +317,7 @@ impl Cleaner {
         stats: &mut CleanerStats,
         check: &dyn Fn() -> Result<()>,
     ) -> Result<bool> {
-        let position = u64::from(segment.offset_index().get()?.lookup(start).position);
+        let position = u64::from(segment.offset_index()?.get()?.lookup(start).position);
         let max_desired = self.map_capacity();
         let mut full = false;
         self.scan_batches(segment, position, stats, check, |c, batch, scratch| {
@@ -622,7 +622,7 @@ pub fn group_segments_by_size(
     let max_size = i64::from(max_size);
     let max_index = i64::from(max_index_size);
     let index_sizes = |s: &LogSegment| -> Result<(i64, i64)> {
-        Ok((s.offset_index().get()?.size_in_bytes() as i64, s.time_index().get()?.size_in_bytes() as i64))
+        Ok((s.offset_index()?.get()?.size_in_bytes() as i64, s.time_index()?.get()?.size_in_bytes() as i64))
     };
     let mut groups = Vec::new();
     let mut i = 0;

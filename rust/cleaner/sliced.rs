@@ -274,7 +274,7 @@ impl Cleaner {
         let (total, mut done) = (dirty.iter().map(|s| s.size()).sum::<u64>(), 0);
         self.report("indexing", 0, total);
         for segment in dirty {
-            let from = u64::from(segment.offset_index().get()?.lookup(start).position);
+            let from = u64::from(segment.offset_index()?.get()?.lookup(start).position);
             let mut stopped = false;
             self.scan_batches(segment, from, stats, check, |c, batch, scratch| {
                 legacy |= batch.magic() < MAGIC_V2;

@@ -21,6 +21,7 @@ pub mod lazy;
 mod mmap;
 pub mod offset_index;
 pub mod rebuild;
+pub(crate) mod sanity;
 pub mod time_index;
 pub mod transaction_index;
 

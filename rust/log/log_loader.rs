@@ -7,7 +7,8 @@
 //!    interrupted replace is completed);
 //! 3. load the segments in offset order: orphan index files are deleted, a segment whose offset
 //!    index is missing or fails a cheap sanity check is recovered, a missing time index comes
-//!    back empty;
+//!    back empty. After a clean shutdown, the sanity checks of every segment but the last wait
+//!    for the segment's first use of an index (`IndexCheck::AtFirstUse`);
 //! 4. after an unclean shutdown, recover every segment from the one holding the recovery point
 //!    on; a truncation deletes every later segment;
 //! 5. a log start offset past the log end wipes the log (Kafka's rule); an empty directory gets
@@ -40,6 +41,7 @@ use crate::file_names::{
     offset_from_file_name, with_suffix, CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, DELETE_DIR_SUFFIX, INDEX_FILE_SUFFIX,
     LOG_FILE_SUFFIX, PRODUCER_SNAPSHOT_FILE_SUFFIX, SWAP_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX,
 };
+use crate::index::sanity::{offset_index_problem, time_index_problem, IndexProblem};
 use crate::segment::file_records::FileRecords;
 use crate::segment::log_segment::LogSegment;
 use crate::util::clock::SharedClock;
@@ -169,6 +171,8 @@ pub fn load(dir: &Path, params: &LoadParams<'_>, clock: SharedClock, listing: Op
         // Step 4 rebuilds every index of these from the data: nothing to check first.
         let check = if unflushed && *base >= unflushed_from && params.producer_state.is_some() {
             IndexCheck::RecoveredLater
+        } else if params.had_clean_shutdown && !params.read_only && Some(*base) != last_base {
+            IndexCheck::AtFirstUse
         } else {
             IndexCheck::Now { last: Some(*base) == last_base }
         };
@@ -392,6 +396,13 @@ enum IndexCheck {
     RecoveredLater,
     /// Sanity checks; `last`: the last segment, whose indexes may be untrimmed.
     Now { last: bool },
+    /// An inactive segment after a clean shutdown: its indexes are checked at their first use,
+    /// and rebuilt from the segment's data there if damaged
+    /// (`segment/log_segment/index_check.rs`), so a start-up opens no index file of a segment it
+    /// does not read. Kafka's loader never checks them ("we will recover the segments above
+    /// the recovery point in recoverLog() in any case"); a missing offset index (known from the
+    /// listing) still makes the loader recover the segment.
+    AtFirstUse,
 }
 
 /// Step 3, second half: opens one segment and adds it to the log. Returns whether it must be
@@ -411,9 +422,10 @@ fn open_segment(
     local: &LocalLog,
     listing: Option<&Listing>,
 ) -> Result<bool> {
-    let (recovered_later, last) = match check {
-        IndexCheck::RecoveredLater => (true, false),
-        IndexCheck::Now { last } => (false, last),
+    let (recovered_later, check_now, last) = match check {
+        IndexCheck::RecoveredLater => (true, false, false),
+        IndexCheck::Now { last } => (false, true, last),
+        IndexCheck::AtFirstUse => (false, false, false),
     };
     let index_path = with_suffix(&crate::file_names::offset_index_file(dir, base), suffix);
     let time_index_path = with_suffix(&crate::file_names::time_index_file(dir, base), suffix);
@@ -426,9 +438,13 @@ fn open_segment(
         None
     } else if !exists(&index_path) {
         Some(IndexProblem::Missing)
+    } else if check_now {
+        let max_index_size = params.config.segment_index_bytes.max(0) as usize;
+        offset_index_problem(&index_path, !last).or_else(|| {
+            (!time_index_new).then(|| time_index_problem(&time_index_path, !last, max_index_size)).flatten()
+        })
     } else {
-        offset_index_problem(&index_path, !last)
-            .or_else(|| (!time_index_new).then(|| time_index_problem(&time_index_path, !last, params.config)).flatten())
+        None
     };
     let mut segment =
         LogSegment::open(dir, base, params.config, local.clock().clone(), suffix, false, params.read_only)?;
@@ -447,19 +463,7 @@ fn open_segment(
     };
     segment.set_rolling_jitter_ms(super::local_log::random_jitter(params.config));
     let recover = if let Some(problem) = index_problem {
-        let log_file = segment.path();
-        match problem {
-            IndexProblem::Missing => log::warn!(
-                "Could not find offset index file corresponding to log file {}, \
-                 recovering segment and rebuilding index files...",
-                log_file.display()
-            ),
-            IndexProblem::Corrupt(why) => log::warn!(
-                "Found a corrupted index file corresponding to log file {} due to {why}, \
-                 recovering segment and rebuilding index files...",
-                log_file.display()
-            ),
-        }
+        problem.warn(&segment.path(), "recovering segment and rebuilding index files");
         true
     } else {
         if time_index_new && !params.read_only && !recovered_later {
@@ -467,105 +471,15 @@ fn open_segment(
                 "Could not find time index file {}; it starts empty (timestamp lookups scan the segment)",
                 time_index_path.display()
             );
-            segment.time_index().get_mut()?.resize(0)?;
+            segment.time_index()?.get_mut()?.resize(0)?;
+        }
+        if !check_now && !recovered_later {
+            segment.check_indexes_at_first_use();
         }
         false
     };
     local.segments().add(Arc::new(segment));
     Ok(recover)
-}
-
-/// Why a segment's indexes must be rebuilt.
-enum IndexProblem {
-    /// The offset index file does not exist.
-    Missing,
-    /// An index file is damaged; what is wrong with it (Kafka's `CorruptIndexException` message).
-    Corrupt(String),
-}
-
-/// Why an offset index cannot be trusted without recovery, if it cannot: it is missing, its
-/// length is not a whole number of entries, or its last entry holds a negative relative offset
-/// (Kafka's `OffsetIndex.sanityCheck`, done here from two small reads instead of a mapping), or
-/// (with `trimmed`, for an inactive segment) its last entry is a tail of zeros.
-fn offset_index_problem(path: &Path, trimmed: bool) -> Option<IndexProblem> {
-    use std::os::unix::fs::FileExt;
-    let file = match crate::util::file::open(path, crate::util::file::OpenMode::Read) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(IndexProblem::Missing),
-        Err(e) => return Some(IndexProblem::Corrupt(format!("index file {} cannot be opened ({e})", path.display()))),
-    };
-    // A small index (most are) is read whole: its length without a `stat`.
-    let mut head = [0u8; 4096];
-    // (A read error falls back to the `stat` and the read of the last entry.)
-    let read = crate::util::file::read_prefix(&file, &mut head).unwrap_or(head.len());
-    let len = if read < head.len() { read as u64 } else { file.metadata().map_or(1, |m| m.len()) };
-    if len % 8 != 0 {
-        return Some(IndexProblem::Corrupt(format!(
-            "index file {} has a length of {len} bytes, which is not a multiple of the 8-byte entry size",
-            path.display()
-        )));
-    }
-    let mut last = [0u8; 8];
-    let have_last = match len {
-        0 => false,
-        _ if read < head.len() => {
-            last.copy_from_slice(&head[read - 8..read]);
-            true
-        }
-        _ => file.read_exact_at(&mut last, len - 8).is_ok(),
-    };
-    if have_last {
-        let relative = i32::from_be_bytes([last[0], last[1], last[2], last[3]]);
-        let position = i32::from_be_bytes([last[4], last[5], last[6], last[7]]);
-        if relative < 0 || position < 0 {
-            return Some(IndexProblem::Corrupt(format!(
-                "index file {} ends with an entry of relative offset {relative} and position {position}; \
-                 neither may be negative",
-                path.display()
-            )));
-        }
-        if trimmed && len >= 16 && last == [0; 8] {
-            return Some(untrimmed(path));
-        }
-    }
-    None
-}
-
-/// An index whose preallocated tail was never cut: it holds two or more entries and the last
-/// is all zeros, which no valid index ends with (offsets, and timestamps, increase from entry
-/// to entry, so only a first entry can be zero): a segment rolled, then the process died before
-/// the flush that trims its indexes (`segment/log_segment/inactive.rs`). With a recovery point,
-/// such a segment lies above it and is recovered anyway; an open without one (a partition of a
-/// `LogManager`'s dir opened on its own after a crash) recovers only the last segment, so this
-/// check finds the others.
-fn untrimmed(path: &Path) -> IndexProblem {
-    IndexProblem::Corrupt(format!(
-        "index file {} ends with an entry of zeros (a preallocated tail never trimmed)",
-        path.display()
-    ))
-}
-
-/// Why a time index cannot be trusted: its length is not a whole number of 12-byte entries
-/// (a torn write or truncation), or (with `trimmed`, for an inactive segment) it still has its
-/// preallocated length and ends with a tail of zeros (Kafka's `TimeIndex.sanityCheck` finds that
-/// tail as a last timestamp below the first). Only a file of the preallocated length is read:
-/// the others are known by their length alone (one `fstatat`, no open).
-fn time_index_problem(path: &Path, trimmed: bool, config: &LogConfig) -> Option<IndexProblem> {
-    use std::os::unix::fs::FileExt;
-    let len = crate::util::file::file_len(path).ok()?;
-    if len % 12 != 0 {
-        return Some(IndexProblem::Corrupt(format!(
-            "time index file {} has a length of {len} bytes, which is not a multiple of the 12-byte entry size",
-            path.display()
-        )));
-    }
-    let preallocated = (config.segment_index_bytes.max(0) as u64) / 12 * 12;
-    if !trimmed || len < 24 || len != preallocated {
-        return None;
-    }
-    let file = crate::util::file::open(path, crate::util::file::OpenMode::Read).ok()?;
-    let mut last = [0u8; 12];
-    (file.read_exact_at(&mut last, len - 12).is_ok() && last == [0; 12]).then(|| untrimmed(path))
 }
 
 /// Step 5: the log end, the log start rules, an empty log's first segment, stray snapshots,

@@ -74,9 +74,31 @@ struct SegmentState {
     record_count: Option<u64>,
 }
 
+/// What [`LogSegment::scan_valid_prefix`] found: the valid prefix of the `.log` and the index
+/// entries rebuilt over it.
+struct ValidPrefix {
+    rebuilt: IndexRebuild,
+    /// Bytes of valid batches from the file's start.
+    valid: u64,
+    /// The last valid batch's last offset (`i64::MIN` if none).
+    last_offset: i64,
+    /// Position of the batch of the last offset index entry.
+    last_index_entry: u64,
+    max: TimestampOffset,
+    /// Records in the valid batches.
+    count: u64,
+    /// The first valid batch's max timestamp.
+    first_ts: Option<i64>,
+    /// Why the valid prefix ends before the file does, if it does.
+    invalid: Option<String>,
+}
+
 mod inactive;
+mod index_check;
 mod roll;
 mod txn;
+
+use index_check::FirstUseCheck;
 pub use roll::IncomingBatch;
 
 /// What recovery shows producer state for each valid v2 batch (Kafka's `updateProducerState`
@@ -109,6 +131,9 @@ pub struct LogSegment {
     /// The segment became inactive and its indexes are not yet trimmed to their entries (the
     /// next flush does; `log_segment/inactive.rs`).
     trim_pending: Mutex<bool>,
+    /// The sanity check of both indexes that the loader left to their first use
+    /// (`log_segment/index_check.rs`).
+    index_check: FirstUseCheck,
 }
 
 impl LogSegment {
@@ -200,6 +225,7 @@ impl LogSegment {
             indexes_unsynced: AtomicBool::new(false),
             torn_tail_verdict: Mutex::new(None),
             trim_pending: Mutex::new(false),
+            index_check: FirstUseCheck::default(),
         }
     }
 
@@ -225,12 +251,17 @@ impl LogSegment {
         self.log.path()
     }
     /// The offset index (mapped on first use).
-    pub fn offset_index(&self) -> &LazyIndex<OffsetIndex> {
-        &self.offset_index
+    /// The offset index, its sanity check done if the loader left it to this first use
+    /// (`log_segment/index_check.rs`).
+    pub fn offset_index(&self) -> Result<&LazyIndex<OffsetIndex>> {
+        self.check_indexes_if_pending()?;
+        Ok(&self.offset_index)
     }
     /// The time index (mapped on first use).
-    pub fn time_index(&self) -> &LazyIndex<TimeIndex> {
-        &self.time_index
+    /// The time index, its sanity check done if the loader left it to this first use.
+    pub fn time_index(&self) -> Result<&LazyIndex<TimeIndex>> {
+        self.check_indexes_if_pending()?;
+        Ok(&self.time_index)
     }
 
     fn ensure_offset_in_range(&self, offset: i64) -> Result<()> {
@@ -256,7 +287,7 @@ impl LogSegment {
         if let Some(t) = st.max_timestamp_so_far {
             return Ok(t);
         }
-        let last = self.time_index.get()?.last_entry();
+        let last = self.time_index()?.get()?.last_entry();
         st.max_timestamp_so_far = Some(last);
         Ok(last)
     }
@@ -283,8 +314,8 @@ impl LogSegment {
                 st.max_timestamp_so_far = Some(max);
             }
             if st.bytes_since_last_index_entry > self.index_interval_bytes {
-                self.offset_index.get_mut()?.append(batch.last_offset(), position as u32)?;
-                self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, false)?;
+                self.offset_index()?.get_mut()?.append(batch.last_offset(), position as u32)?;
+                self.time_index()?.get_mut()?.maybe_append(max.timestamp, max.offset, false)?;
                 st.bytes_since_last_index_entry = 0;
             }
             let size = batch.size_in_bytes() as u64;
@@ -310,7 +341,7 @@ impl LogSegment {
     /// records, so the lookup then scans from the start of the segment and warns (once per
     /// segment). Recovery rebuilds such an index when it rescans the segment.
     pub fn translate_offset(&self, offset: i64, start_position: u64) -> Result<Option<BatchHeaderInfo>> {
-        let mapping = self.offset_index.get()?.lookup(offset);
+        let mapping = self.offset_index()?.get()?.lookup(offset);
         let from = start_position.max(u64::from(mapping.position));
         if from == u64::from(mapping.position) && mapping.position > 0 {
             if let Some(reason) = self.index_entry_mismatch(mapping) {
@@ -358,7 +389,7 @@ impl LogSegment {
     /// batch rather than a torn tail; `None` for a torn tail.
     pub(crate) fn damaged_length(&self, position: u64) -> Result<Option<String>> {
         let size = self.log.size();
-        let index = self.offset_index.get()?;
+        let index = self.offset_index()?.get()?;
         let entries = index.entries();
         let first_after =
             partition_point(entries, |n| index.entry(n).map_or(true, |e| u64::from(e.position) <= position));
@@ -399,7 +430,7 @@ impl LogSegment {
 
     fn report_index_mismatch(&self, entry: OffsetPosition, reason: &str) {
         if !self.index_mismatch_reported.swap(true, Ordering::Relaxed) {
-            let index = self.offset_index.get().map(|i| i.path().to_path_buf()).unwrap_or_default();
+            let index = self.offset_index.path();
             log::warn!(
                 "Found a corrupted index file {} corresponding to log file {}: the entry for offset {} at \
                  position {} does not match the data ({reason}); lookups in this segment scan it from its start",
@@ -469,7 +500,7 @@ impl LogSegment {
     /// and how the scan ended.
     fn scan_to_end(&self) -> Result<(i64, super::file_records::ScanEnd)> {
         let size = self.log.size();
-        let start = u64::from(self.offset_index.get()?.lookup(i64::MAX).position);
+        let start = u64::from(self.offset_index()?.get()?.lookup(i64::MAX).position);
         let start = if start < size { start } else { 0 };
         let mut next = self.base_offset;
         let scan = self.log.for_each_header(start, size, |h| {
@@ -509,8 +540,8 @@ impl LogSegment {
     /// The first record with timestamp >= `timestamp` and offset >= `starting_offset`
     /// (`findOffsetByTimestamp`).
     pub fn find_offset_by_timestamp(&self, timestamp: i64, starting_offset: i64) -> Result<Option<TimestampAndOffset>> {
-        let indexed = self.time_index.get()?.lookup(timestamp);
-        let position = self.offset_index.get()?.lookup(indexed.offset.max(starting_offset)).position;
+        let indexed = self.time_index()?.get()?.lookup(timestamp);
+        let position = self.offset_index()?.get()?.lookup(indexed.offset.max(starting_offset)).position;
         let mut found = None;
         let mut scratch = Vec::new();
         let mut buf = Vec::new();
@@ -543,49 +574,86 @@ impl LogSegment {
     /// The scan of [`Self::recover`]: the indexes are rebuilt in memory (`index::rebuild`) and
     /// each file written once, at its final size, when the scan is done; an error during the
     /// scan leaves the index files as they were.
-    fn recover_with(&self, mut producer_state: Option<&mut RecoveredBatchFn<'_>>, write: IndexWrite) -> Result<u64> {
+    fn recover_with(&self, producer_state: Option<&mut RecoveredBatchFn<'_>>, write: IndexWrite) -> Result<u64> {
         if self.read_only {
             return Err(Error::ReadOnly { path: self.path() });
         }
-        let mut rebuilt = IndexRebuild::new(
-            self.base_offset,
-            self.offset_index.max_index_size(),
-            &self.offset_index.path(),
-            &self.time_index.path(),
-        );
-        if producer_state.is_some() {
+        let reset_txn_index = producer_state.is_some();
+        if reset_txn_index {
             self.txn_index.write().reset()?;
         }
-        let mut valid: u64 = 0;
-        let mut last_offset = i64::MIN;
-        let mut last_index_entry: u64 = 0;
-        let mut max = TimestampOffset { timestamp: -1, offset: -1 };
-        let mut count: u64 = 0;
-        let mut first_ts = None;
+        let scan = match self.scan_valid_prefix(producer_state) {
+            Ok(scan) => scan,
+            Err(e) => {
+                // The index files stay as they were; missing ones are created, as Kafka's reset
+                // does before its scan, so a split renames and deletes them with the segment.
+                self.offset_index.create_empty_if_missing()?;
+                self.time_index.create_empty_if_missing()?;
+                return Err(e);
+            }
+        };
+        let valid = scan.valid;
+        let truncated = self.log.size() - valid;
+        if truncated > 0 {
+            self.warn_invalid_tail(valid, scan.invalid);
+        }
+        self.log.truncate_to(valid)?;
+        // No marker past the valid data stays indexed (one cut with the data, or one whose
+        // index entry reached the disk before it did); a rebuilt index has none.
+        let next_offset = if valid == 0 { self.base_offset } else { scan.last_offset.saturating_add(1) };
+        self.txn_index.write().truncate_to(next_offset)?;
+        self.write_rebuilt_indexes(&scan.rebuilt, write)?;
+        let mut st = self.state.lock();
+        st.max_timestamp_so_far = Some(scan.max);
+        st.bytes_since_last_index_entry = valid - scan.last_index_entry;
+        st.record_count = Some(scan.count);
+        st.rolling_based_timestamp = scan.first_ts;
+        Ok(truncated)
+    }
+
+    /// Scans the `.log` from its start to the first invalid byte, rebuilding both indexes in
+    /// memory as `LogSegment.recover` appends them, and showing `producer_state` each valid v2
+    /// batch (its aborted transactions go to the `.txnindex`). Framing errors (a size below the
+    /// minimum, an unknown magic) end the valid prefix; an I/O or offset-overflow error is
+    /// returned.
+    fn scan_valid_prefix(&self, mut producer_state: Option<&mut RecoveredBatchFn<'_>>) -> Result<ValidPrefix> {
+        let mut p = ValidPrefix {
+            rebuilt: IndexRebuild::new(
+                self.base_offset,
+                self.offset_index.max_index_size(),
+                &self.offset_index.path(),
+                &self.time_index.path(),
+            ),
+            valid: 0,
+            last_offset: i64::MIN,
+            last_index_entry: 0,
+            max: TimestampOffset { timestamp: -1, offset: -1 },
+            count: 0,
+            first_ts: None,
+            invalid: None,
+        };
         let mut buf = SCAN_BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()));
-        // Why the valid prefix ends where it does, for the warning.
-        let mut invalid: Option<String> = None;
         let scan = self.log.for_each_batch(0, self.log.size(), &mut buf, |pos, batch| {
-            if let Some(why) = self.recovery_problem(&batch, pos, valid, last_offset) {
-                invalid = Some(why);
+            if let Some(why) = self.recovery_problem(&batch, pos, p.valid, p.last_offset) {
+                p.invalid = Some(why);
                 return Ok(false);
             }
-            last_offset = batch.last_offset();
+            p.last_offset = batch.last_offset();
             // Kafka's ensureOffsetInRange: the caller splits the segment (LogLoader).
             if !self.can_convert_to_relative_offset(batch.last_offset()) {
                 return Err(Error::OffsetOverflow { base_offset: self.base_offset, offset: batch.last_offset() });
             }
-            if batch.max_timestamp() > max.timestamp {
-                max = TimestampOffset { timestamp: batch.max_timestamp(), offset: batch.last_offset() };
+            if batch.max_timestamp() > p.max.timestamp {
+                p.max = TimestampOffset { timestamp: batch.max_timestamp(), offset: batch.last_offset() };
             }
-            if valid - last_index_entry > self.index_interval_bytes {
-                rebuilt.append_offset(batch.last_offset(), valid)?;
-                rebuilt.maybe_append_time(max.timestamp, max.offset, false)?;
-                last_index_entry = valid;
+            if p.valid - p.last_index_entry > self.index_interval_bytes {
+                p.rebuilt.append_offset(batch.last_offset(), p.valid)?;
+                p.rebuilt.maybe_append_time(p.max.timestamp, p.max.offset, false)?;
+                p.last_index_entry = p.valid;
             }
-            first_ts.get_or_insert(batch.max_timestamp());
-            count += batch.record_count()?;
-            valid += batch.size_in_bytes() as u64;
+            p.first_ts.get_or_insert(batch.max_timestamp());
+            p.count += batch.record_count()?;
+            p.valid += batch.size_in_bytes() as u64;
             if let (Some(f), true) = (producer_state.as_mut(), batch.magic() >= 2) {
                 if let Some(aborted) = f(&batch)? {
                     self.update_txn_index(aborted)?;
@@ -597,29 +665,18 @@ impl LogSegment {
             SCAN_BUFFER.with(|b| *b.borrow_mut() = buf);
         }
         match scan {
-            // Framing errors (a size below the minimum, an unknown magic) end the valid prefix.
-            Err(e @ Error::CorruptRecord { .. }) => invalid = Some(e.to_string()),
-            Err(e) => {
-                // The index files stay as they were; missing ones are created, as Kafka's reset
-                // does before its scan, so a split renames and deletes them with the segment.
-                self.offset_index.create_empty_if_missing()?;
-                self.time_index.create_empty_if_missing()?;
-                return Err(e);
-            }
+            Err(e @ Error::CorruptRecord { .. }) => p.invalid = Some(e.to_string()),
+            Err(e) => return Err(e),
             Ok(_) => {}
         }
-        let truncated = self.log.size() - valid;
-        if truncated > 0 {
-            self.warn_invalid_tail(valid, invalid);
-        }
-        self.log.truncate_to(valid)?;
-        // No marker past the valid data stays indexed (one cut with the data, or one whose
-        // index entry reached the disk before it did); a rebuilt index has none.
-        let next_offset = if valid == 0 { self.base_offset } else { last_offset.saturating_add(1) };
-        self.txn_index.write().truncate_to(next_offset)?;
-        rebuilt.maybe_append_time(max.timestamp, max.offset, true)?;
-        // The offset index last: a crash before its rename leaves it as it was, so a segment
-        // recovered for a missing or damaged offset index is recovered again.
+        p.rebuilt.maybe_append_time(p.max.timestamp, p.max.offset, true)?;
+        Ok(p)
+    }
+
+    /// Writes the indexes a scan rebuilt: the time index, then the offset index (a crash
+    /// before the latter's write leaves it as it was, so a segment recovered for a missing or
+    /// damaged offset index is recovered again). The next flush fsyncs them.
+    fn write_rebuilt_indexes(&self, rebuilt: &IndexRebuild, write: IndexWrite) -> Result<()> {
         self.indexes_unsynced.store(true, Ordering::Release);
         let (time_bytes, offset_bytes) = (rebuilt.time_index_bytes(), rebuilt.offset_index_bytes());
         let max_size = self.offset_index.max_index_size();
@@ -633,12 +690,8 @@ impl LogSegment {
             self.time_index.rewrite(time_bytes, atomic)?;
             self.offset_index.rewrite(offset_bytes, atomic)?;
         }
-        let mut st = self.state.lock();
-        st.max_timestamp_so_far = Some(max);
-        st.bytes_since_last_index_entry = valid - last_index_entry;
-        st.record_count = Some(count);
-        st.rolling_based_timestamp = first_ts;
-        Ok(truncated)
+        self.index_check.done();
+        Ok(())
     }
 
     /// Why recovery must stop at `batch` (found at `position`, where the valid prefix ends at
@@ -730,8 +783,8 @@ impl LogSegment {
     /// Recomputes the max timestamp from the time index's last entry and the batches after it
     /// (`loadLargestTimestamp`).
     fn reload_largest_timestamp(&self) -> Result<()> {
-        let last = self.time_index.get()?.last_entry();
-        let position = self.offset_index.get()?.lookup(last.offset).position;
+        let last = self.time_index()?.get()?.last_entry();
+        let position = self.offset_index()?.get()?.lookup(last.offset).position;
         let (ts, off) = self.log.largest_timestamp_after(u64::from(position))?;
         let max = if ts > last.timestamp { TimestampOffset { timestamp: ts, offset: off } } else { last };
         self.state.lock().max_timestamp_so_far = Some(max);
@@ -745,7 +798,7 @@ impl LogSegment {
         let reached_time_limit = size > 0
             && self.time_waited_for_roll(p.now, p.max_timestamp_in_messages)?
                 > p.max_segment_ms - self.rolling_jitter_ms;
-        let index_full = self.offset_index.get()?.is_full() || self.time_index.get()?.is_full();
+        let index_full = self.offset_index()?.get()?.is_full() || self.time_index()?.get()?.is_full();
         Ok(size > p.max_segment_bytes.saturating_sub(p.messages_size)
             || reached_time_limit
             || index_full

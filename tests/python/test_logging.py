@@ -135,6 +135,36 @@ def test_a_corrupt_index_is_rebuilt_with_a_warning(tmp_path: Path, caplog: pytes
     assert index.stat().st_size % 8 == 0
 
 
+def test_a_corrupt_index_after_a_clean_shutdown_is_rebuilt_at_first_use(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After a clean shutdown the load leaves an inactive segment's index check to its first
+    use (as Kafka's loader, which never checks it): the damage is found by the first read, and
+    the index is rebuilt there with a warning naming it."""
+    caplog.set_level(logging.WARNING, logger="kafkalog")
+    d = tmp_path / "d"
+    topic = {"internal.segment.bytes": 1024, "index.interval.bytes": 100}
+    with open_manager(d, topic_configs={"t": topic}) as m:
+        log = m.create_log("t", 0)
+        for i in range(40):
+            log.append([Record(b"k%d" % i, b"value-%d" % i)])
+        assert len(log.segments) > 1
+    index = d / "t-0" / "00000000000000000000.index"
+    intact = index.read_bytes()
+    with open(index, "ab") as f:
+        f.write(b"\0\0\0")
+    with open_manager(d, topic_configs={"t": topic}) as m:
+        assert not warnings_of(caplog), "the load reads no inactive segment's index"
+        assert index.stat().st_size == len(intact) + 3
+        reopened = m.get_log("t", 0)
+        assert reopened is not None
+        assert [r.offset for r in reopened.read(0).records][:3] == [0, 1, 2]
+        rebuilt = one_warning(caplog, "Found a corrupted index file corresponding to log file",
+                              str(d / "t-0" / LOG0))
+        assert "at their first use" in rebuilt.getMessage()
+        assert index.read_bytes() == intact
+
+
 def test_a_corrupt_checkpoint_is_discarded_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="kafkalog")
     d = tmp_path / "d"

@@ -446,10 +446,11 @@ fn segment_grouping() {
     assert_in_order(&groups);
     assert!(groups[..groups.len() - 1].iter().all(|g| g.len() == group_size), "grouped by log size");
     let index_size =
-        segments[..group_size].iter().map(|s| s.offset_index().get().unwrap().size_in_bytes()).sum::<usize>() as i32
+        segments[..group_size].iter().map(|s| s.offset_index().unwrap().get().unwrap().size_in_bytes()).sum::<usize>()
+            as i32
             + 1;
     let time_index_size: usize =
-        segments[..group_size].iter().map(|s| s.time_index().get().unwrap().size_in_bytes()).sum();
+        segments[..group_size].iter().map(|s| s.time_index().unwrap().get().unwrap().size_in_bytes()).sum();
     assert!((time_index_size as i32) < index_size, "same timestamps: the time index stays small");
     let groups = group_segments_by_size(&segments, i32::MAX, index_size, leo).unwrap();
     assert_in_order(&groups);

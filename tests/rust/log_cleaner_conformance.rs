@@ -589,7 +589,7 @@ fn segment_grouping_following_load_of_zero_index() {
     assert_eq!(log.number_of_segments(), 2);
     assert!(log.log_end_offset() - 1 - log.log_start_offset() > MAX);
     let last = log.segments().last().unwrap().clone();
-    assert_eq!(last.offset_index().get().unwrap().last_offset(), last.base_offset(), "an empty index");
+    assert_eq!(last.offset_index().unwrap().get().unwrap().last_offset(), last.base_offset(), "an empty index");
     let groups = group_segments_by_size(&log.segments(), i32::MAX, i32::MAX, log.log_end_offset()).unwrap();
     assert_eq!(groups.len(), 2);
     for g in &groups {

@@ -278,7 +278,7 @@ fn recovery_rebuilds_missing_and_corrupt_indexes() {
         assert_eq!(batches(&info.records)[0].last_offset, i);
         assert_eq!(log.offset_for_timestamp(T0 + i).unwrap().unwrap().offset, i);
     }
-    assert!(log.segments()[0].offset_index().get().unwrap().entries() > 0, "rebuilt");
+    assert!(log.segments()[0].offset_index().unwrap().get().unwrap().entries() > 0, "rebuilt");
 }
 
 #[test]

@@ -324,7 +324,7 @@ fn a_truncation_into_a_segment_whose_trim_is_pending_keeps_its_full_indexes() {
     assert_eq!(log.number_of_segments(), 1, "no roll for a full index");
     // 2 entries kept, and one per batch after the first since the truncation (Kafka's
     // `truncateTo` restarts the byte count).
-    assert_eq!(active.offset_index().get().unwrap().entries(), 81);
+    assert_eq!(active.offset_index().unwrap().get().unwrap().entries(), 81);
     assert_eq!(index_lens(&fx.dir, 0), (1024, 1020));
     log.close().unwrap();
 }

@@ -159,8 +159,8 @@ fn truncate_full_resets_creation_time_and_allows_reappending() {
     seg.truncate_to(0).unwrap();
     assert_eq!(seg.size(), 0);
     assert_eq!(seg.time_waited_for_roll(clock.milliseconds(), -1).unwrap(), 0);
-    assert!(!seg.time_index().get().unwrap().is_full());
-    assert!(!seg.offset_index().get().unwrap().is_full());
+    assert!(!seg.time_index().unwrap().get().unwrap().is_full());
+    assert!(!seg.offset_index().unwrap().get().unwrap().is_full());
     assert!(segment_read(&seg, 0, 1024, false).is_none(), "segment should be empty");
     segment_append(&seg, &batch_at(40, &["hello", "there"]));
     assert_eq!(seg.read_next_offset().unwrap(), 42);
@@ -175,18 +175,18 @@ fn truncate_empty_segment_resizes_indexes_and_does_not_roll() {
     let max_segment_ms = 300_000;
     {
         let seg = create(dir.path(), 0, 10, clock.clone());
-        drop(seg.time_index().get().unwrap());
-        drop(seg.offset_index().get().unwrap());
+        drop(seg.time_index().unwrap().get().unwrap());
+        drop(seg.offset_index().unwrap().get().unwrap());
         seg.close().unwrap();
     }
     let reopened = create(dir.path(), 0, 10, clock.clone());
-    assert_eq!(reopened.time_index().get().unwrap().file_len(), 0);
-    assert_eq!(reopened.offset_index().get().unwrap().file_len(), 0);
+    assert_eq!(reopened.time_index().unwrap().get().unwrap().file_len(), 0);
+    assert_eq!(reopened.offset_index().unwrap().get().unwrap().file_len(), 0);
     clock.advance(500);
     reopened.truncate_to(57).unwrap();
     assert_eq!(reopened.time_waited_for_roll(clock.milliseconds(), -1).unwrap(), 0);
-    assert!(!reopened.time_index().get().unwrap().is_full());
-    assert!(!reopened.offset_index().get().unwrap().is_full());
+    assert!(!reopened.time_index().unwrap().get().unwrap().is_full());
+    assert!(!reopened.offset_index().unwrap().get().unwrap().is_full());
     let params = |max_offset: i64, now: i64| RollParams {
         max_segment_ms,
         max_segment_bytes: i32::MAX as u64,
@@ -215,9 +215,9 @@ fn reload_largest_timestamp_and_next_offset_after_truncation() {
         segment_append(&seg, &batch_at(offset, &["hello"]));
     }
     assert_eq!(seg.read_next_offset().unwrap(), 70);
-    assert_eq!(seg.time_index().get().unwrap().entries(), 30 / 2 - 1);
+    assert_eq!(seg.time_index().unwrap().get().unwrap().entries(), 30 / 2 - 1);
     seg.truncate_to(41).unwrap();
-    assert_eq!(seg.time_index().get().unwrap().entries(), 0);
+    assert_eq!(seg.time_index().unwrap().get().unwrap().entries(), 0);
     assert_eq!(seg.largest_timestamp().unwrap(), 400);
     assert_eq!(seg.read_next_offset().unwrap(), 41);
 }
@@ -269,9 +269,9 @@ fn change_file_suffixes_renames_lazily_created_indexes() {
     assert_eq!(seg.path(), deleted(&log_file));
     assert!(seg.path().exists() && !log_file.exists());
     assert!(!deleted(&index_file).exists() && !deleted(&time_index_file).exists(), "renaming creates nothing");
-    assert_eq!(seg.offset_index().get().unwrap().path(), deleted(&index_file));
+    assert_eq!(seg.offset_index().unwrap().get().unwrap().path(), deleted(&index_file));
     assert!(deleted(&index_file).exists(), "created on first use, under the new name");
-    assert_eq!(seg.time_index().get().unwrap().path(), deleted(&time_index_file));
+    assert_eq!(seg.time_index().unwrap().get().unwrap().path(), deleted(&time_index_file));
     assert!(deleted(&time_index_file).exists());
     assert!(!index_file.exists() && !time_index_file.exists());
 }

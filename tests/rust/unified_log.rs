@@ -275,9 +275,9 @@ fn roll_segment_that_already_exists() {
     assert_eq!(log.roll().unwrap(), 2, "active segment starts at the log end");
     assert_eq!(log.number_of_segments(), 2);
     // A full index on the empty active segment forces a roll onto the same base offset.
-    log.segments()[1].offset_index().get_mut().unwrap().resize(0).unwrap();
+    log.segments()[1].offset_index().unwrap().get_mut().unwrap().resize(0).unwrap();
     log.append_as_follower(&values_batch(2, T0 + 12, &["v3"])).unwrap();
-    assert!(log.segments()[1].offset_index().get().unwrap().max_entries() > 1);
+    assert!(log.segments()[1].offset_index().unwrap().get().unwrap().max_entries() > 1);
     assert_eq!(batches(&read(&log, 2, 1))[0].last_offset, 2);
     assert_eq!(log.number_of_segments(), 2);
 }
@@ -580,14 +580,14 @@ fn index_resizing_at_truncation() {
     append10(&log);
     assert_eq!(log.number_of_segments(), 2);
     let first = &log.segments()[0];
-    assert_eq!(first.offset_index().get().unwrap().max_entries(), 9, "trimmed at roll");
-    assert_eq!(first.time_index().get().unwrap().max_entries(), 9, "trimmed at roll");
+    assert_eq!(first.offset_index().unwrap().get().unwrap().max_entries(), 9, "trimmed at roll");
+    assert_eq!(first.time_index().unwrap().get().unwrap().max_entries(), 9, "trimmed at roll");
     assert!(log.truncate_to(0).unwrap());
     assert_eq!(log.number_of_segments(), 1);
     let only = &log.segments()[0];
     let max_index_size = cfg.segment_index_bytes as usize;
-    assert_eq!(only.offset_index().get().unwrap().max_entries(), max_index_size / 8);
-    assert_eq!(only.time_index().get().unwrap().max_entries(), max_index_size / 12);
+    assert_eq!(only.offset_index().unwrap().get().unwrap().max_entries(), max_index_size / 8);
+    assert_eq!(only.time_index().unwrap().get().unwrap().max_entries(), max_index_size / 12);
     fx.clock.advance(10);
     append10(&log);
     assert_eq!(log.number_of_segments(), 1);

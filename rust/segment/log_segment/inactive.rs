@@ -30,7 +30,7 @@ impl LogSegment {
     /// to their entries by the next [`LogSegment::flush`] (see the module docs).
     pub fn on_become_inactive_segment(&self) -> Result<()> {
         let max = self.max_timestamp_so_far()?;
-        self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, true)?;
+        self.time_index()?.get_mut()?.maybe_append(max.timestamp, max.offset, true)?;
         *self.trim_pending.lock() = true;
         self.log.trim()
     }
@@ -54,12 +54,12 @@ impl LogSegment {
 
     fn trim_indexes(&self) -> Result<()> {
         if self.offset_index.is_loaded() {
-            self.offset_index.get_mut()?.trim_to_valid_size()?;
+            self.offset_index()?.get_mut()?.trim_to_valid_size()?;
         } else {
             self.offset_index.create_empty_if_missing()?;
         }
         if self.time_index.is_loaded() {
-            self.time_index.get_mut()?.trim_to_valid_size()?;
+            self.time_index()?.get_mut()?.trim_to_valid_size()?;
         } else {
             self.time_index.create_empty_if_missing()?;
         }
@@ -69,6 +69,7 @@ impl LogSegment {
     /// Resizes both indexes (the active segment gets full-size indexes again); a pending trim
     /// is dropped.
     pub fn resize_indexes(&self, size: usize) -> Result<()> {
+        self.check_indexes_if_pending()?;
         let mut pending = self.trim_pending.lock();
         *pending = false;
         // An index not opened yet is opened at `size` (one open and map, not two).
@@ -84,12 +85,12 @@ impl LogSegment {
         let mut pending = self.trim_pending.lock();
         *pending = false;
         {
-            let mut oi = self.offset_index.get_mut()?;
+            let mut oi = self.offset_index()?.get_mut()?;
             oi.truncate_to(offset)?;
             let max = oi.max_index_size();
             oi.resize(max)?;
         }
-        let mut ti = self.time_index.get_mut()?;
+        let mut ti = self.time_index()?.get_mut()?;
         ti.truncate_to(offset)?;
         let max = ti.max_index_size();
         ti.resize(max)?;
@@ -111,10 +112,10 @@ impl LogSegment {
             }
         }
         if self.offset_index.is_loaded() {
-            self.offset_index.get()?.flush()?;
+            self.offset_index()?.get()?.flush()?;
         }
         if self.time_index.is_loaded() {
-            self.time_index.get()?.flush()?;
+            self.time_index()?.get()?.flush()?;
         }
         Ok(())
     }
@@ -128,7 +129,7 @@ impl LogSegment {
         // final entry; closing never maps the time index of an untouched segment.
         if self.state.lock().max_timestamp_so_far.is_some() {
             let max = self.max_timestamp_so_far()?;
-            self.time_index.get_mut()?.maybe_append(max.timestamp, max.offset, true)?;
+            self.time_index()?.get_mut()?.maybe_append(max.timestamp, max.offset, true)?;
         }
         {
             let mut pending = self.trim_pending.lock();

@@ -31,11 +31,11 @@ impl LogSegment {
         let mut rolling_timestamp = if size > 0 { self.first_batch_timestamp()? } else { None };
         let created_ms = self.state.lock().created_ms;
         let offset_room = {
-            let index = self.offset_index.get()?;
+            let index = self.offset_index()?.get()?;
             index.max_entries().saturating_sub(index.entries())
         };
         let time_room = {
-            let index = self.time_index.get()?;
+            let index = self.time_index()?.get()?;
             index.max_entries().saturating_sub(index.entries() + 1)
         };
         for (n, b) in batches.iter().enumerate() {
