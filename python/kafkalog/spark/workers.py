@@ -8,11 +8,14 @@ must import kafkalog. Without that every read or write fails deep in a task with
 ``ModuleNotFoundError: No module named 'kafkalog'``; the check fails at once instead, saying
 how to fix it.
 
-The check is one tiny read through a Python data source of this module (one task, one row);
-because the class is pickled by reference, running it needs exactly what the real source needs.
-It also works on Spark Connect. It runs once per session (about a second while Spark starts its
-first workers, which later jobs then reuse; a few milliseconds once they run);
-``register(spark, check=False)`` skips it.
+The check is one task of one row running :func:`_worker_info` as a Python UDF. The function is
+pickled by reference (its module, this one), so the worker must import kafkalog (and with it
+pyarrow) before it can run it: what the real source needs. It also works on Spark Connect. A
+UDF's task runs in the Python workers that later jobs reuse; a check through a Python data
+source of its own, as this once was, also made Spark start the processes that plan a data
+source, about 3.5 s more on a 2-core machine. It runs once per session (about 2 s while Spark
+starts its first worker; a few hundred milliseconds once one runs); ``register(spark,
+check=False)`` skips it.
 """
 
 from __future__ import annotations
@@ -20,10 +23,7 @@ from __future__ import annotations
 import re
 import sys
 import weakref
-from collections.abc import Iterator
 from typing import Any
-
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..exceptions import WorkerImportError
 
@@ -35,28 +35,11 @@ PACKAGING_DOCS = "https://spark.apache.org/docs/latest/api/python/user_guide/pyt
 _checked: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-class _WorkerCheckSource(DataSource):
-    """Internal: one row saying which Python ran the task and which kafkalog it imported."""
+def _worker_info(_: int) -> str:
+    """Runs in a Spark Python worker: which kafkalog it imported, and which Python ran it."""
+    import kafkalog
 
-    @classmethod
-    def name(cls) -> str:
-        return "kafkalog_worker_check"
-
-    def schema(self) -> str:
-        return "kafkalog string, python string"
-
-    def reader(self, schema: Any) -> DataSourceReader:
-        return _WorkerCheckReader()
-
-
-class _WorkerCheckReader(DataSourceReader):
-    def partitions(self) -> list[InputPartition]:
-        return [InputPartition(0)]
-
-    def read(self, partition: InputPartition) -> Iterator[tuple[str, str]]:
-        import kafkalog
-
-        yield (kafkalog.__version__, sys.executable)
+    return f"{kafkalog.__version__} {sys.executable}"
 
 
 def check_workers(spark: Any) -> None:
@@ -64,9 +47,10 @@ def check_workers(spark: Any) -> None:
     saying how to fix it when the workers cannot. Once per session."""
     if spark in _checked:
         return
+    from pyspark.sql import functions as F
+
     try:
-        spark.dataSource.register(_WorkerCheckSource)
-        spark.read.format(_WorkerCheckSource.name()).load().collect()
+        spark.range(1, numPartitions=1).select(F.udf(_worker_info, "string", useArrow=False)("id")).collect()
     except Exception as e:  # noqa: BLE001 - whatever the workers failed with, said below
         raise WorkerImportError(_message(str(e))) from e
     _checked.add(spark)
