@@ -15,6 +15,20 @@ use crate::error::Result;
 use crate::util::fault::FaultOp;
 use crate::util::unnamed_file::UnnamedFile;
 
+/// How [`LazyIndex::rewrite`] writes the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RewriteMode {
+    /// Truncated and written in place, nothing fsynced: for a segment that a crash would
+    /// recover again anyway.
+    InPlace,
+    /// A `.tmp` file renamed over the index, so a crash leaves the old file or the new one,
+    /// never a part; nothing fsynced (the segment's flush does that).
+    Replace,
+    /// As `Replace`, with the file and the directory fsynced: for an index that no flush covers
+    /// (a segment below the recovery point).
+    ReplaceDurably,
+}
+
 /// What the lazy wrapper needs from an index type.
 pub trait IndexFile: Sized {
     /// Opens read-write (creating the file, preallocated to `max_index_size`).
@@ -232,25 +246,22 @@ impl<T: IndexFile> LazyIndex<T> {
 
     /// Replaces the file with `bytes` (whole entries, an index rebuilt in memory: see
     /// `index::rebuild`), written once at its final length; a mapping is dropped first and the
-    /// file is opened again on next use. `atomic` writes a `.tmp` file and renames it over the
-    /// index, so a crash leaves the old file or the new one, never a part; otherwise the file is
-    /// truncated and written in place (for a segment that a crash would recover again anyway).
-    /// Nothing is fsynced: the segment's flush does that. A file that already holds exactly
-    /// `bytes` is left as it is (`util::file::file_has_contents`): the same result, without
-    /// dirtying or replacing it.
+    /// file is opened again on next use. How the file is written is `how` ([`RewriteMode`]). A
+    /// file that already holds exactly `bytes` is left as it is
+    /// (`util::file::file_has_contents`): the same result, without dirtying or replacing it.
     ///
     /// # Errors
     /// `IllegalState` on a read-only index; `Io` naming the file when a step fails.
-    pub fn rewrite(&self, bytes: &[u8], atomic: bool) -> Result<()> {
+    pub fn rewrite(&self, bytes: &[u8], how: RewriteMode) -> Result<()> {
         let (state, path) = self.unload_for_rewrite()?;
         drop(state);
         if crate::util::file::file_has_contents(&path, bytes) {
             return Ok(());
         }
-        if atomic {
-            crate::util::file::replace_file(&path, bytes, false)
-        } else {
-            crate::util::file::write_file_in_place(&path, bytes)
+        match how {
+            RewriteMode::InPlace => crate::util::file::write_file_in_place(&path, bytes),
+            RewriteMode::Replace => crate::util::file::replace_file(&path, bytes, false),
+            RewriteMode::ReplaceDurably => crate::util::file::replace_file(&path, bytes, true),
         }
     }
 

@@ -105,15 +105,18 @@ pub(crate) fn time_index_problem(path: &Path, trimmed: bool, max_index_size: usi
 }
 
 impl IndexProblem {
-    /// Logs the problem as Kafka's loader does, for the segment whose data is `log_file`;
-    /// `action` says what follows (Kafka: "recovering segment and rebuilding index files").
-    pub(crate) fn warn(&self, log_file: &Path, action: &str) {
+    /// Logs the problem as Kafka's loader does, for the segment whose data is `log_file`, to
+    /// the logger `target` (the caller's module); `action` says what follows (Kafka:
+    /// "recovering segment and rebuilding index files").
+    pub(crate) fn warn(&self, target: &str, log_file: &Path, action: &str) {
         match self {
             IndexProblem::Missing => log::warn!(
+                target: target,
                 "Could not find offset index file corresponding to log file {}, {action}...",
                 log_file.display()
             ),
             IndexProblem::Corrupt(why) => log::warn!(
+                target: target,
                 "Found a corrupted index file corresponding to log file {} due to {why}, {action}...",
                 log_file.display()
             ),

@@ -463,7 +463,7 @@ fn open_segment(
     };
     segment.set_rolling_jitter_ms(super::local_log::random_jitter(params.config));
     let recover = if let Some(problem) = index_problem {
-        problem.warn(&segment.path(), "recovering segment and rebuilding index files");
+        problem.warn(module_path!(), &segment.path(), "recovering segment and rebuilding index files");
         true
     } else {
         if time_index_new && !params.read_only && !recovered_later {
@@ -471,7 +471,8 @@ fn open_segment(
                 "Could not find time index file {}; it starts empty (timestamp lookups scan the segment)",
                 time_index_path.display()
             );
-            segment.time_index()?.get_mut()?.resize(0)?;
+            // Kafka's `timeIndex().resize(0)`: an empty file, left unmapped.
+            segment.time_index()?.create_empty_if_missing()?;
         }
         if !check_now && !recovered_later {
             segment.check_indexes_at_first_use();

@@ -73,6 +73,10 @@ struct SegmentState {
     record_count: Option<u64>,
 }
 
+/// The logger of a segment's warnings, its submodules' included (Python's
+/// `kafkalog.segment.log_segment`).
+const LOG_TARGET: &str = module_path!();
+
 mod inactive;
 mod index_check;
 mod recover;
@@ -260,6 +264,8 @@ impl LogSegment {
 
     /// Max timestamp seen so far and its offset (loaded from the time index on first use).
     pub fn max_timestamp_so_far(&self) -> Result<TimestampOffset> {
+        // A rebuild at first use scans the segment: not under the state's lock.
+        self.check_indexes_if_pending()?;
         let mut st = self.state.lock();
         self.max_timestamp_locked(&mut st)
     }
@@ -676,6 +682,10 @@ impl LogSegment {
 
     /// Renames every file from `old_suffix` to `new_suffix` (`changeFileSuffixes`).
     pub fn change_file_suffixes(&self, old_suffix: &str, new_suffix: &str) -> Result<()> {
+        self.without_index_check(|| self.change_file_suffixes_now(old_suffix, new_suffix))
+    }
+
+    fn change_file_suffixes_now(&self, old_suffix: &str, new_suffix: &str) -> Result<()> {
         let rename = |p: PathBuf| -> PathBuf {
             let s = p.to_string_lossy().to_string();
             let base = s.strip_suffix(old_suffix).unwrap_or(&s).to_string();
@@ -691,13 +701,17 @@ impl LogSegment {
         txn.rename_to(renamed)
     }
 
-    /// Deletes the segment's files.
+    /// Deletes the segment's files; a check of its indexes left to their first use is
+    /// dropped (there is nothing left to check).
     pub fn delete_if_exists(&self) -> Result<()> {
-        crate::util::file::delete_if_exists(&self.path())?;
-        self.offset_index.delete_if_exists()?;
-        self.time_index.delete_if_exists()?;
-        self.txn_index.write().delete_if_exists()?;
-        Ok(())
+        self.without_index_check(|| {
+            crate::util::file::delete_if_exists(&self.path())?;
+            self.offset_index.delete_if_exists()?;
+            self.time_index.delete_if_exists()?;
+            self.txn_index.write().delete_if_exists()?;
+            self.index_check.done();
+            Ok(())
+        })
     }
 }
 
@@ -708,6 +722,10 @@ pub enum IndexWrite {
     /// one. For a segment recovered because an index was missing or damaged, which nothing
     /// else would make the next load recover again.
     Atomic,
+    /// As `Atomic`, with the files and the directory fsynced: for the indexes rebuilt at their
+    /// first use (`log_segment/index_check.rs`), of a segment below the recovery point that no
+    /// flush covers.
+    AtomicDurable,
     /// Truncated and written in place: for a segment at or past the recovery point, which the
     /// next load recovers again after a crash whatever its index files hold.
     InPlace,

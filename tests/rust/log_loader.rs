@@ -243,8 +243,8 @@ fn corrupt_index_rebuilt_at_first_use_after_a_clean_shutdown() {
 }
 
 /// The first users of a segment whose index check was left to its first use wait for one
-/// check: readers on four threads at once all find every record, and the damaged index is
-/// rebuilt once (one warning's worth of work: the file ends up whole).
+/// check: readers on four threads at once all find every record, and each damaged index is
+/// rebuilt once (one warning per segment, whichever thread ran its check).
 #[test]
 fn first_use_check_under_concurrent_readers() {
     let fx = Fixture::new();
@@ -253,14 +253,63 @@ fn first_use_check_under_concurrent_readers() {
     let (ragged, _) = damage_two_offset_indexes(&fx);
     let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
     assert!(log.segments()[0].index_check_pending());
-    std::thread::scope(|scope| {
-        for _ in 0..4 {
-            scope.spawn(|| assert_lookups(&log, 0..15));
-        }
+    let warnings: Vec<String> = std::thread::scope(|scope| {
+        let readers: Vec<_> = (0..4).map(|_| scope.spawn(|| capture_log(|| assert_lookups(&log, 0..15)).1)).collect();
+        readers.into_iter().flat_map(|r| r.join().unwrap()).map(|(_, line)| line).collect()
     });
+    let rebuilt: Vec<&String> = warnings.iter().filter(|w| w.contains("Found a corrupted index file")).collect();
+    assert_eq!(rebuilt.len(), 2, "{warnings:?}");
     assert!(log.segments().iter().all(|s| !s.index_check_pending()));
     assert_eq!(file_len(&ragged), 32);
-    assert!(!fx.dir.join(format!("{}.tmp", segment_file_name(0, ".index"))).exists());
+}
+
+/// The other damage the load's checks find, found at first use: a time index whose length is
+/// not a whole number of entries, and an offset index with a preallocated tail of zeros never
+/// trimmed. Each is rebuilt, with a warning naming the file.
+#[test]
+fn time_index_and_untrimmed_damage_found_at_first_use() {
+    let fx = Fixture::new();
+    let cfg = dense_config();
+    write_log(&fx, &cfg, 3);
+    let time_index = fx.dir.join(segment_file_name(0, ".timeindex"));
+    std::fs::OpenOptions::new().write(true).open(&time_index).unwrap().set_len(50).unwrap();
+    let untrimmed = fx.dir.join(segment_file_name(5, ".index"));
+    std::fs::OpenOptions::new().write(true).open(&untrimmed).unwrap().set_len(48).unwrap();
+    let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let (_, lines) = capture_log(|| assert_lookups(&log, 0..15));
+    let warnings = lines_at(&lines, ::log::Level::Warn);
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains(&format!("time index file {} has a length of 50 bytes", time_index.display())));
+    assert!(warnings[1].contains(&format!("index file {} ends with an entry of zeros", untrimmed.display())));
+    assert_eq!((file_len(&time_index), file_len(&untrimmed)), (48, 32));
+}
+
+/// A rebuild at first use that cannot be written fails the lookup and leaves the check
+/// pending: the next lookup checks again and rebuilds. One that cannot be built (here more
+/// entries than a lowered `segment.index.bytes` holds) leaves both indexes empty, with a
+/// warning, and lookups scan the segment.
+#[test]
+fn failed_rebuild_at_first_use() {
+    let fx = Fixture::new();
+    let cfg = dense_config();
+    write_log(&fx, &cfg, 3);
+    let (ragged, negative) = damage_two_offset_indexes(&fx);
+    let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    {
+        let _fault = inject(&ragged, FaultOp::Rename, libc::EIO, None);
+        assert!(log.read(0, 1, FetchIsolation::LogEnd, true).is_err());
+        assert!(log.segments()[0].index_check_pending(), "the check is tried again");
+        assert_eq!(file_len(&ragged), 29, "left as it was");
+    }
+    assert_lookups(&log, 0..5);
+    assert_eq!(file_len(&ragged), 32);
+    log.roll().unwrap(); // an empty active segment, whose indexes fit the smaller size
+    log.close().unwrap();
+    let small = config(&[("index.interval.bytes", "1"), ("segment.index.bytes", "16")]);
+    let log = open_with(&fx, &small, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let (_, lines) = capture_log(|| assert_lookups(&log, 5..10));
+    assert!(lines_at(&lines, ::log::Level::Warn).iter().any(|w| w.contains("they are left empty")), "{lines:?}");
+    assert_eq!(file_len(&negative), 0);
 }
 
 /// testRebuildTimeIndexForOldMessages: a deleted time index of a segment below the recovery

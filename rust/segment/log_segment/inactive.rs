@@ -52,14 +52,17 @@ impl LogSegment {
         Ok(())
     }
 
+    /// A loaded index is trimmed as it is: trimming needs no check left to the first use
+    /// (`log_segment/index_check.rs`), and a segment flagged for one never had an index
+    /// loaded through a lookup.
     fn trim_indexes(&self) -> Result<()> {
         if self.offset_index.is_loaded() {
-            self.offset_index()?.get_mut()?.trim_to_valid_size()?;
+            self.offset_index.get_mut()?.trim_to_valid_size()?;
         } else {
             self.offset_index.create_empty_if_missing()?;
         }
         if self.time_index.is_loaded() {
-            self.time_index()?.get_mut()?.trim_to_valid_size()?;
+            self.time_index.get_mut()?.trim_to_valid_size()?;
         } else {
             self.time_index.create_empty_if_missing()?;
         }
@@ -111,11 +114,12 @@ impl LogSegment {
                 return Err(e);
             }
         }
+        // As in `trim_indexes`: a loaded index is flushed as it is.
         if self.offset_index.is_loaded() {
-            self.offset_index()?.get()?.flush()?;
+            self.offset_index.get()?.flush()?;
         }
         if self.time_index.is_loaded() {
-            self.time_index()?.get()?.flush()?;
+            self.time_index.get()?.flush()?;
         }
         Ok(())
     }

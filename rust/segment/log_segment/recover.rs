@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 
 use super::{IndexWrite, LogSegment, RecoveredBatchFn};
 use crate::error::{Error, Result};
+use crate::index::lazy::RewriteMode;
 use crate::index::rebuild::IndexRebuild;
 use crate::index::time_index::TimestampOffset;
 
@@ -163,21 +164,30 @@ impl LogSegment {
 
     /// Writes the indexes a scan rebuilt: the time index, then the offset index (a crash
     /// before the latter's write leaves it as it was, so a segment recovered for a missing or
-    /// damaged offset index is recovered again). The next flush fsyncs them.
+    /// damaged offset index is recovered again). Unless `write` fsyncs them, the segment's next
+    /// flush does.
     pub(super) fn write_rebuilt_indexes(&self, rebuilt: &IndexRebuild, write: IndexWrite) -> Result<()> {
-        self.indexes_unsynced.store(true, Ordering::Release);
         let (time_bytes, offset_bytes) = (rebuilt.time_index_bytes(), rebuilt.offset_index_bytes());
         let max_size = self.offset_index.max_index_size();
         // Both fit their full size (else a plain rewrite, which keeps any length).
         let fit = offset_bytes.len() <= max_size / 8 * 8 && time_bytes.len() + 12 <= max_size / 12 * 12;
-        if write == IndexWrite::InPlaceActive && fit {
-            self.time_index.rewrite_mapped(time_bytes)?;
-            self.offset_index.rewrite_mapped(offset_bytes)?;
-        } else {
-            let atomic = write == IndexWrite::Atomic;
-            self.time_index.rewrite(time_bytes, atomic)?;
-            self.offset_index.rewrite(offset_bytes, atomic)?;
+        let how = match write {
+            IndexWrite::InPlaceActive if fit => {
+                self.indexes_unsynced.store(true, Ordering::Release);
+                self.time_index.rewrite_mapped(time_bytes)?;
+                self.offset_index.rewrite_mapped(offset_bytes)?;
+                self.index_check.done();
+                return Ok(());
+            }
+            IndexWrite::InPlace | IndexWrite::InPlaceActive => RewriteMode::InPlace,
+            IndexWrite::Atomic => RewriteMode::Replace,
+            IndexWrite::AtomicDurable => RewriteMode::ReplaceDurably,
+        };
+        if how != RewriteMode::ReplaceDurably {
+            self.indexes_unsynced.store(true, Ordering::Release);
         }
+        self.time_index.rewrite(time_bytes, how)?;
+        self.offset_index.rewrite(offset_bytes, how)?;
         self.index_check.done();
         Ok(())
     }
@@ -216,6 +226,7 @@ impl LogSegment {
         let reason = invalid.unwrap_or_else(|| self.describe_incomplete_batch(valid));
         let size = self.log.size();
         log::warn!(
+            target: super::LOG_TARGET,
             "Found invalid messages in log segment {} at byte offset {valid}: {reason}. \
              Truncating the segment from {size} to {valid} bytes ({} bytes discarded)",
             self.path().display(),
