@@ -398,8 +398,8 @@ enum IndexCheck {
     Now { last: bool },
     /// An inactive segment after a clean shutdown: its indexes are checked at their first use,
     /// and rebuilt from the segment's data there if damaged
-    /// (`segment/log_segment/index_check.rs`), so a start-up opens no index file of a segment it
-    /// does not read. Kafka's loader never checks them ("we will recover the segments above
+    /// (`segment/log_segment/index_check.rs`), so a start-up opens no offset or time index file of
+    /// a segment it does not read. Kafka's loader never checks them ("we will recover the segments above
     /// the recovery point in recoverLog() in any case"); a missing offset index (known from the
     /// listing) still makes the loader recover the segment.
     AtFirstUse,
