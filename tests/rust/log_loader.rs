@@ -44,6 +44,11 @@ fn open_with(fx: &Fixture, cfg: &LogConfig, options: LogOpenOptions) -> UnifiedL
     UnifiedLog::open(&fx.dir, cfg.clone(), options).expect("open log")
 }
 
+/// The log opened as after a clean shutdown.
+fn open_clean(fx: &Fixture, cfg: &LogConfig) -> UnifiedLog {
+    open_with(fx, cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() })
+}
+
 fn file_names(dir: &Path) -> Vec<String> {
     listing(dir).into_iter().map(|(n, _, _)| n).collect()
 }
@@ -131,7 +136,7 @@ fn open_deletes_obsolete_files() {
     }
     let kraft = "00000000000000000010-0000000001.checkpoint.deleted";
     std::fs::write(fx.dir.join(kraft), b"kraft").unwrap();
-    let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let log = open_clean(&fx, &cfg);
     assert_eq!(files_with_suffix(&fx.dir, ".deleted"), vec![kraft]);
     assert_eq!(read_all(&log, 0), expected_records(0..15));
 }
@@ -147,7 +152,7 @@ fn bogus_index_segments_are_removed() {
         std::fs::write(fx.dir.join(segment_file_name(3, orphan)), b"").unwrap();
     }
     std::fs::write(fx.dir.join(segment_file_name(77, ".index")), [0u8; 16]).unwrap();
-    let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let log = open_clean(&fx, &cfg);
     assert_eq!(log.load_result().orphan_files_deleted, 4);
     let mut want: Vec<String> =
         [0, 5].iter().flat_map(|b| [".index", ".log", ".timeindex"].map(|s| segment_file_name(*b, s))).collect();
@@ -173,7 +178,7 @@ fn index_rebuild() {
         std::fs::remove_file(fx.dir.join(segment_file_name(base, ".index"))).unwrap();
         std::fs::remove_file(fx.dir.join(segment_file_name(base, ".timeindex"))).unwrap();
     }
-    let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let log = open_clean(&fx, &cfg);
     let load = log.load_result();
     assert_eq!((load.segments_recovered, load.bytes_truncated), (3, 0));
     assert_eq!(index_lens, vec![32, 32], "four entries per closed segment (the first batch is never indexed)");
@@ -224,7 +229,7 @@ fn corrupt_index_rebuilt_at_first_use_after_a_clean_shutdown() {
     let cfg = dense_config();
     write_log(&fx, &cfg, 3);
     let (ragged, negative) = damage_two_offset_indexes(&fx);
-    let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let log = open_clean(&fx, &cfg);
     let load = log.load_result();
     assert_eq!((load.segments_recovered, load.bytes_truncated), (0, 0));
     assert_eq!((file_len(&ragged), file_len(&negative)), (29, 32), "nothing read or written yet");
@@ -237,7 +242,7 @@ fn corrupt_index_rebuilt_at_first_use_after_a_clean_shutdown() {
     assert_eq!(&rebuilt[24..28], &4i32.to_be_bytes(), "the last entry is offset 5 + 4 again");
     assert_eq!(read_all(&log, 0), expected_records(0..15));
     log.close().unwrap();
-    let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let log = open_clean(&fx, &cfg);
     assert_lookups(&log, 0..15);
     assert_eq!((file_len(&ragged), std::fs::read(&negative).unwrap()), (32, rebuilt), "an intact index stays");
 }
@@ -251,7 +256,7 @@ fn first_use_check_under_concurrent_readers() {
     let cfg = dense_config();
     write_log(&fx, &cfg, 3);
     let (ragged, _) = damage_two_offset_indexes(&fx);
-    let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let log = open_clean(&fx, &cfg);
     assert!(log.segments()[0].index_check_pending());
     let warnings: Vec<String> = std::thread::scope(|scope| {
         let readers: Vec<_> = (0..4).map(|_| scope.spawn(|| capture_log(|| assert_lookups(&log, 0..15)).1)).collect();
@@ -275,7 +280,7 @@ fn time_index_and_untrimmed_damage_found_at_first_use() {
     std::fs::OpenOptions::new().write(true).open(&time_index).unwrap().set_len(50).unwrap();
     let untrimmed = fx.dir.join(segment_file_name(5, ".index"));
     std::fs::OpenOptions::new().write(true).open(&untrimmed).unwrap().set_len(48).unwrap();
-    let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let log = open_clean(&fx, &cfg);
     let (_, lines) = capture_log(|| assert_lookups(&log, 0..15));
     let warnings = lines_at(&lines, ::log::Level::Warn);
     assert_eq!(warnings.len(), 2, "{warnings:?}");
@@ -294,7 +299,7 @@ fn failed_rebuild_at_first_use() {
     let cfg = dense_config();
     write_log(&fx, &cfg, 3);
     let (ragged, negative) = damage_two_offset_indexes(&fx);
-    let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let log = open_clean(&fx, &cfg);
     {
         let _fault = inject(&ragged, FaultOp::Rename, libc::EIO, None);
         assert!(log.read(0, 1, FetchIsolation::LogEnd, true).is_err());
@@ -306,7 +311,7 @@ fn failed_rebuild_at_first_use() {
     log.roll().unwrap(); // an empty active segment, whose indexes fit the smaller size
     log.close().unwrap();
     let small = config(&[("index.interval.bytes", "1"), ("segment.index.bytes", "16")]);
-    let log = open_with(&fx, &small, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let log = open_clean(&fx, &small);
     let (_, lines) = capture_log(|| assert_lookups(&log, 5..10));
     assert!(lines_at(&lines, ::log::Level::Warn).iter().any(|w| w.contains("they are left empty")), "{lines:?}");
     assert_eq!(file_len(&negative), 0);
@@ -323,7 +328,7 @@ fn missing_time_index_below_the_recovery_point_comes_back_empty() {
     write_log(&fx, &cfg, 3);
     let time_index = fx.dir.join(segment_file_name(0, ".timeindex"));
     std::fs::remove_file(&time_index).unwrap();
-    let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let log = open_clean(&fx, &cfg);
     assert_eq!(log.load_result().segments_recovered, 0);
     assert_eq!(file_len(&time_index), 0);
     assert_eq!(file_len(&fx.dir.join(segment_file_name(0, ".index"))), 32, "the offset index is kept");
@@ -658,7 +663,7 @@ fn split_parts_are_finished_like_rolled_segments() {
         .set_modified(mtime)
         .unwrap();
     // A clean shutdown: only the missing offset index makes the loader recover (and split).
-    let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let log = open_clean(&fx, &cfg);
     assert_eq!(log.load_result().segments_split, 1);
     assert_eq!(segment_bases(&log), vec![0, FAR, FAR + 2]);
     for base in [0, FAR] {
@@ -672,7 +677,7 @@ fn split_parts_are_finished_like_rolled_segments() {
     let parts = log.segments();
     assert_eq!((parts[0].last_modified().unwrap(), parts[1].last_modified().unwrap()), (day_ago, day_ago));
     log.close().unwrap();
-    let log = open_with(&fx, &cfg, LogOpenOptions { had_clean_shutdown: true, ..fx.options() });
+    let log = open_clean(&fx, &cfg);
     assert_eq!(log.load_result().segments_recovered, 0);
     assert_eq!(scan_all(&log, 0).unwrap(), overflowed_records(true));
     assert_eq!(log.offset_for_timestamp(T0 + 1).unwrap().unwrap().offset, FAR);
