@@ -22,7 +22,6 @@ use parking_lot::Mutex;
 
 use super::{IndexWrite, LogSegment};
 use crate::error::Result;
-use crate::index::rebuild::IndexRebuild;
 use crate::index::sanity::{offset_index_problem, time_index_problem};
 
 /// Whether the loader left the index check to the first use, and the lock its first users
@@ -92,13 +91,7 @@ impl LogSegment {
                      in the segment scan it from its start",
                     self.path().display()
                 );
-                let empty = IndexRebuild::new(
-                    self.base_offset,
-                    max_index_size,
-                    &self.offset_index.path(),
-                    &self.time_index.path(),
-                );
-                self.write_rebuilt_indexes(&empty, IndexWrite::AtomicDurable)?;
+                self.write_rebuilt_indexes(&self.empty_index_rebuild(), IndexWrite::AtomicDurable)?;
             }
         }
         self.index_check.done();

@@ -107,12 +107,7 @@ impl LogSegment {
         mut producer_state: Option<&mut RecoveredBatchFn<'_>>,
     ) -> Result<ValidPrefix> {
         let mut p = ValidPrefix {
-            rebuilt: IndexRebuild::new(
-                self.base_offset,
-                self.offset_index.max_index_size(),
-                &self.offset_index.path(),
-                &self.time_index.path(),
-            ),
+            rebuilt: self.empty_index_rebuild(),
             valid: 0,
             last_offset: i64::MIN,
             last_index_entry: 0,
@@ -171,25 +166,34 @@ impl LogSegment {
         let max_size = self.offset_index.max_index_size();
         // Both fit their full size (else a plain rewrite, which keeps any length).
         let fit = offset_bytes.len() <= max_size / 8 * 8 && time_bytes.len() + 12 <= max_size / 12 * 12;
-        let how = match write {
-            IndexWrite::InPlaceActive if fit => {
-                self.indexes_unsynced.store(true, Ordering::Release);
-                self.time_index.rewrite_mapped(time_bytes)?;
-                self.offset_index.rewrite_mapped(offset_bytes)?;
-                self.index_check.done();
-                return Ok(());
-            }
-            IndexWrite::InPlace | IndexWrite::InPlaceActive => RewriteMode::InPlace,
-            IndexWrite::Atomic => RewriteMode::Replace,
-            IndexWrite::AtomicDurable => RewriteMode::ReplaceDurably,
-        };
-        if how != RewriteMode::ReplaceDurably {
+        if write != IndexWrite::AtomicDurable {
             self.indexes_unsynced.store(true, Ordering::Release);
         }
-        self.time_index.rewrite(time_bytes, how)?;
-        self.offset_index.rewrite(offset_bytes, how)?;
+        if write == IndexWrite::InPlaceActive && fit {
+            self.time_index.rewrite_mapped(time_bytes)?;
+            self.offset_index.rewrite_mapped(offset_bytes)?;
+        } else {
+            let how = match write {
+                IndexWrite::InPlace | IndexWrite::InPlaceActive => RewriteMode::InPlace,
+                IndexWrite::Atomic => RewriteMode::Replace,
+                IndexWrite::AtomicDurable => RewriteMode::ReplaceDurably,
+            };
+            self.time_index.rewrite(time_bytes, how)?;
+            self.offset_index.rewrite(offset_bytes, how)?;
+        }
         self.index_check.done();
         Ok(())
+    }
+
+    /// Both indexes of this segment with no entries yet: what a scan fills, or (unfilled) what a
+    /// rebuild that failed leaves (`log_segment/index_check.rs`).
+    pub(super) fn empty_index_rebuild(&self) -> IndexRebuild {
+        IndexRebuild::new(
+            self.base_offset,
+            self.offset_index.max_index_size(),
+            &self.offset_index.path(),
+            &self.time_index.path(),
+        )
     }
 
     /// Why recovery must stop at `batch` (found at `position`, where the valid prefix ends at
