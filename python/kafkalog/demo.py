@@ -52,6 +52,7 @@ from .demo_events import EPOCH_MS, MAX_KEYS, STEP_MS, generate, latest_per_key
 from .demo_kafka import KafkaCleaner, copy_partitions, find_kafka_cleaner
 from .demo_report import (DemoSummary, KafkaComparison, Step, Verification, format_summary, read_layout, save_picture,
                           sections)
+from .spark.class_data import driver_java_options
 
 __all__ = ["run", "verify", "main", "DemoSummary", "Step", "Verification", "DemoError", "VerificationError"]
 
@@ -326,10 +327,15 @@ logger.gateway.level = error
 """
 
 
-def build_session(data_dir: str | os.PathLike[str], cores: int = 2, master: str | None = None) -> SparkSession:
+def build_session(data_dir: str | os.PathLike[str], cores: int = 2, master: str | None = None,
+                  java_options: str | None = None) -> SparkSession:
     """A local[cores] session (or one on ``master``) for the demo: UI off, only errors logged
     (log4j2 config in DATA_DIR), no progress bars, workers running this interpreter (its venv has
-    kafkalog; on a cluster, the same path on every node)."""
+    kafkalog; on a cluster, the same path on every node). The driver JVM runs the parallel
+    collector (on two cores G1's concurrent threads take time from the tasks) and maps the
+    class-data archive when ``make demo`` has built one
+    (:func:`kafkalog.spark.class_data.driver_java_options`); ``java_options`` replaces the
+    archive's options."""
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     if master is None or master.startswith("local"):  # a cluster's executors must reach the driver
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # local mode: no "hostname resolves to loopback"
@@ -341,7 +347,10 @@ def build_session(data_dir: str | os.PathLike[str], cores: int = 2, master: str 
              .config("spark.sql.shuffle.partitions", str(2 * cores)).config("spark.default.parallelism", str(cores))
              .config("spark.sql.session.timeZone", "UTC").config("spark.python.worker.reuse", "true")
              .config("spark.driver.memory", "2g")
-             .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.resolve()}").getOrCreate())
+             .config("spark.driver.extraJavaOptions", " ".join(filter(None, (
+                 f"-Dlog4j2.configurationFile={log4j.resolve()}", "-XX:+UseParallelGC",
+                 driver_java_options() if java_options is None else java_options))))
+             .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -60,24 +60,30 @@ def require_spark_version(version: str) -> None:
     )
 
 
-def require_java(env: Mapping[str, str] | None = None) -> tuple[str, int]:
-    """Finds the Java runtime Spark would start (``$JAVA_HOME/bin/java``, else ``java`` on
-    ``PATH``) and returns its path and major version; raises SparkUnavailableError naming what
-    was found and the fix when there is none or it is older than :data:`JAVA_MIN_MAJOR`."""
+def find_java(env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """The Java runtime Spark would start (``$JAVA_HOME/bin/java``, else ``java`` on ``PATH``)
+    and where it was found, without running it; raises SparkUnavailableError naming the fix when
+    there is none."""
     env = os.environ if env is None else env
     home = env.get("JAVA_HOME")
     if home:
         java = os.path.join(home, "bin", "java")
         if not os.access(java, os.X_OK):
             raise SparkUnavailableError(f"JAVA_HOME is {home!r}, but {java} is not an executable: {_JAVA_FIX}")
-        where = f"JAVA_HOME ({home})"
-    else:
-        found = shutil.which("java", path=env.get("PATH", ""))
-        if found is None:
-            raise SparkUnavailableError(
-                f"Spark needs Java {JAVA_MIN_MAJOR} or newer, but JAVA_HOME is not set and no java is on PATH: {_JAVA_FIX}"
-            )
-        java, where = found, "PATH"
+        return java, f"JAVA_HOME ({home})"
+    found = shutil.which("java", path=env.get("PATH", ""))
+    if found is None:
+        raise SparkUnavailableError(
+            f"Spark needs Java {JAVA_MIN_MAJOR} or newer, but JAVA_HOME is not set and no java is on PATH: {_JAVA_FIX}"
+        )
+    return found, "PATH"
+
+
+def require_java(env: Mapping[str, str] | None = None) -> tuple[str, int]:
+    """Finds the Java runtime Spark would start (:func:`find_java`) and returns its path and
+    major version; raises SparkUnavailableError naming what was found and the fix when there is
+    none or it is older than :data:`JAVA_MIN_MAJOR`."""
+    java, where = find_java(env)
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
