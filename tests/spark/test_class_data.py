@@ -1,16 +1,13 @@
 """kafkalog.spark.class_data: the class-data archive the demo's Spark driver maps.
 
 The keying, lookup and publishing rules run against a fake training (no JVM); one test builds a
-real archive (the minimal training: a session and a one-row job) and starts a driver that must
-map it (``-Xshare:on`` makes a JVM that cannot use its archive exit, so the session fails to
-start)."""
+real archive (the minimal training: a session's start) and starts a Spark driver JVM that must
+map it (``-Xshare:on`` makes a JVM that cannot use its archive exit)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -113,21 +110,22 @@ def test_unknown_training_is_refused(archives: Path) -> None:
 
 
 @pytest.mark.spark
-def test_a_real_archive_is_mapped_by_the_next_driver(archives: Path, tmp_path: Path) -> None:
-    """The training's JVM dumps at exit; a driver started with the archive and -Xshare:on (which
-    refuses to start without mapping it) runs a job."""
+def test_a_real_archive_is_mapped_by_the_next_driver(archives: Path) -> None:
+    """The training's driver JVM dumps its classes when pyspark's gateway closes; a Spark driver
+    JVM started with the archive and -Xshare:on (which refuses to start without mapping it, e.g.
+    on another class path) runs (``spark-submit --version``: the driver's class path and JVM
+    options, without a session)."""
+    import pyspark
+
     path = class_data.build_archive(training="minimal")
     assert path.stat().st_size > 10 << 20  # Spark's classes, not only the JDK's
-    script = textwrap.dedent(f"""
-        from kafkalog import demo
-        from kafkalog.spark.class_data import driver_java_options
-        options = driver_java_options()
-        assert options == "-XX:SharedArchiveFile={path}", options
-        spark = demo.build_session({str(tmp_path / "session")!r}, cores=1, java_options=options + " -Xshare:on")
-        print("rows", spark.range(3).count())
-        spark.stop()
-    """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, class_data.DIR_ENV: str(archives)})
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "rows 3" in out.stdout
+    assert sorted(p.name for p in archives.iterdir()) == [path.name]
+    options = class_data.driver_java_options()
+    assert options == f"-XX:SharedArchiveFile={path}"
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    ok = subprocess.run([str(submit), "--driver-java-options", f"{options} -Xshare:on", "--version"],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and f"version {pyspark.__version__}" in ok.stderr + ok.stdout, ok.stderr[-2000:]
+    refused = subprocess.run([str(submit), "--driver-java-options", f"{options}.missing -Xshare:on", "--version"],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "Unable to use shared archive" in refused.stderr + refused.stdout

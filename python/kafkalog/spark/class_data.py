@@ -85,7 +85,7 @@ def build_archive(java: str | None = None, *, force: bool = False, training: str
                   timeout_s: float = 600.0) -> Path:
     """Makes :func:`archive_path`'s archive by a training run in a child process, unless it
     exists (or ``force``); returns its path. ``training``: ``demo`` (the demo pipeline, small:
-    the classes of every job the demo runs) or ``minimal`` (a session and a one-row job, for
+    the classes of every job the demo runs) or ``minimal`` (a session's start alone, for
     tests). Raises RuntimeError naming the child's exit status and its output's last lines when
     the run fails or leaves no archive."""
     if training not in _TRAININGS:
@@ -131,8 +131,7 @@ def _train(training: str, dump_to: str, work: str) -> None:
     try:
         if training == "demo":
             demo.run(spark, work, picture=os.path.join(work, "picture.png"), **_TRAINING)  # type: ignore[arg-type]
-        else:
-            spark.range(1).count()
+        # minimal: the session's start alone
     finally:
         spark.stop()
     gateway = SparkContext._gateway  # noqa: SLF001 (pyspark keeps the launched JVM's process here)
