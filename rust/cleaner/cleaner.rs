@@ -274,7 +274,10 @@ impl Cleaner {
         stats: &mut CleanerStats,
         check: &dyn Fn() -> Result<()>,
     ) -> Result<()> {
-        self.map.clear();
+        // Every key this pass puts is a record's in [start, end): at most that many keys, and
+        // never more than the capacity.
+        let max_keys = usize::try_from(end.saturating_sub(start)).unwrap_or(usize::MAX).min(self.map_capacity());
+        self.map.clear_for_keys(max_keys);
         self.mapped.clear(start, self.map.slots().saturating_mul(TRACKED_OFFSETS_PER_SLOT));
         let dirty = log.log_segments(start, end);
         log::info!(

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use kafkalog::cleaner::log_to_clean::cleanable_offsets;
-use kafkalog::cleaner::offset_map::{hash_key, BYTES_PER_ENTRY};
+use kafkalog::cleaner::offset_map::{hash_key, BYTES_PER_ENTRY, MIN_TABLE_SLOTS};
 use kafkalog::cleaner::throttler::CHECK_INTERVAL;
 use kafkalog::cleaner::{
     compact_log, group_segments_by_size, Cleaner, CleanerParams, CompactOptions, LogToClean, SkimpyOffsetMap, Throttler,
@@ -550,6 +550,9 @@ fn build_offset_map() {
         let (got_end, stats) = do_clean(&mut cleaner, &log, start, end, T0).unwrap();
         assert_eq!(got_end, end, "the end offset is the end of the range");
         assert_eq!(cleaner.offset_map().size() as i64, end - start);
+        // A range of a few hundred records probes the smallest table, not the map's 43,690 slots.
+        assert_eq!(cleaner.offset_map().table_slots(), MIN_TABLE_SLOTS);
+        assert!(MIN_TABLE_SLOTS < cleaner.offset_map().slots());
         assert_eq!(cleaner.offset_map().latest_offset(), end - 1);
         assert_eq!(stats.map_messages_read as i64, end - start);
     }
