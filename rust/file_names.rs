@@ -84,28 +84,60 @@ pub const MAX_DIR_NAME_LENGTH: usize = 255;
 
 /// The 20-digit, zero-padded name Kafka gives a segment with `offset` (`filenamePrefixFromOffset`).
 pub fn filename_prefix_from_offset(offset: i64) -> String {
-    format!("{offset:020}")
+    match digits(offset) {
+        Some(d) => String::from_utf8_lossy(&d).into_owned(),
+        None => format!("{offset:020}"),
+    }
+}
+
+/// `offset`'s 20 zero-padded ASCII digits, without the formatting machinery (the loader builds
+/// five names per segment); None for a negative offset, which no segment has.
+#[inline]
+fn digits(offset: i64) -> Option<[u8; 20]> {
+    let mut v = u64::try_from(offset).ok()?;
+    let mut out = [b'0'; 20];
+    let mut i = out.len();
+    while v > 0 {
+        i -= 1;
+        out[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    Some(out)
+}
+
+/// `dir.join(<20 digits><suffix>)` in one allocation.
+fn segment_file(dir: &Path, offset: i64, suffix: &str) -> PathBuf {
+    let Some(d) = digits(offset) else { return dir.join(format!("{offset:020}{suffix}")) };
+    let dir = dir.as_os_str();
+    let mut path = std::ffi::OsString::with_capacity(dir.len() + 1 + d.len() + suffix.len());
+    path.push(dir);
+    if !dir.is_empty() && !dir.as_encoded_bytes().ends_with(b"/") {
+        path.push("/");
+    }
+    path.push(std::str::from_utf8(&d).unwrap_or_default());
+    path.push(suffix);
+    PathBuf::from(path)
 }
 
 /// `<dir>/<20 digits>.log`
 pub fn log_file(dir: &Path, offset: i64) -> PathBuf {
-    dir.join(format!("{}{LOG_FILE_SUFFIX}", filename_prefix_from_offset(offset)))
+    segment_file(dir, offset, LOG_FILE_SUFFIX)
 }
 /// `<dir>/<20 digits>.index`
 pub fn offset_index_file(dir: &Path, offset: i64) -> PathBuf {
-    dir.join(format!("{}{INDEX_FILE_SUFFIX}", filename_prefix_from_offset(offset)))
+    segment_file(dir, offset, INDEX_FILE_SUFFIX)
 }
 /// `<dir>/<20 digits>.timeindex`
 pub fn time_index_file(dir: &Path, offset: i64) -> PathBuf {
-    dir.join(format!("{}{TIME_INDEX_FILE_SUFFIX}", filename_prefix_from_offset(offset)))
+    segment_file(dir, offset, TIME_INDEX_FILE_SUFFIX)
 }
 /// `<dir>/<20 digits>.txnindex`
 pub fn transaction_index_file(dir: &Path, offset: i64) -> PathBuf {
-    dir.join(format!("{}{TXN_INDEX_FILE_SUFFIX}", filename_prefix_from_offset(offset)))
+    segment_file(dir, offset, TXN_INDEX_FILE_SUFFIX)
 }
 /// `<dir>/<20 digits>.snapshot`
 pub fn producer_snapshot_file(dir: &Path, offset: i64) -> PathBuf {
-    dir.join(format!("{}{PRODUCER_SNAPSHOT_FILE_SUFFIX}", filename_prefix_from_offset(offset)))
+    segment_file(dir, offset, PRODUCER_SNAPSHOT_FILE_SUFFIX)
 }
 
 /// `path` with `suffix` appended to its file name (e.g. `.deleted`).
@@ -309,6 +341,26 @@ fn bad_dir_name(dir: &Path, why: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segment_file_names_are_what_join_and_format_give() {
+        let offsets = [0, 1, 9, 10, 99, 100, 28_440, 1 << 31, 10_i64.pow(18), i64::MAX, -1, i64::MIN];
+        for dir in ["", "/", "d", "d/", "/tmp/logs/orders-0", "rel/x-3/"] {
+            let dir = Path::new(dir);
+            for offset in offsets {
+                for (made, suffix) in [
+                    (log_file(dir, offset), LOG_FILE_SUFFIX),
+                    (offset_index_file(dir, offset), INDEX_FILE_SUFFIX),
+                    (time_index_file(dir, offset), TIME_INDEX_FILE_SUFFIX),
+                    (transaction_index_file(dir, offset), TXN_INDEX_FILE_SUFFIX),
+                    (producer_snapshot_file(dir, offset), PRODUCER_SNAPSHOT_FILE_SUFFIX),
+                ] {
+                    assert_eq!(made, dir.join(format!("{offset:020}{suffix}")), "{dir:?} {offset}");
+                }
+                assert_eq!(filename_prefix_from_offset(offset), format!("{offset:020}"));
+            }
+        }
+    }
 
     #[test]
     fn names_are_twenty_digits() {
