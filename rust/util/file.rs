@@ -567,7 +567,7 @@ mod tests {
             std::fs::write(&path, &big[..len]).unwrap();
             assert!(file_has_contents(&path, &big[..len]), "{len}");
             assert!(!file_has_contents(&path, &big[..len - 1]), "{len}: longer file");
-            assert!(!file_has_contents(&path, &big[..len + 1]), "{len}: shorter file");
+            assert!(!file_has_contents(&path, &big[..=len]), "{len}: shorter file");
         }
     }
 }
