@@ -347,12 +347,16 @@ def build_session(data_dir: str | os.PathLike[str], cores: int = 2, master: str 
              .config("spark.sql.shuffle.partitions", str(2 * cores)).config("spark.default.parallelism", str(cores))
              .config("spark.sql.session.timeZone", "UTC").config("spark.python.worker.reuse", "true")
              .config("spark.driver.memory", "2g")
-             .config("spark.driver.extraJavaOptions", " ".join(filter(None, (
-                 f"-Dlog4j2.configurationFile={log4j.resolve()}", "-XX:+UseParallelGC",
-                 driver_java_options() if java_options is None else java_options))))
-             .getOrCreate())
+             .config("spark.driver.extraJavaOptions", _driver_java_options(log4j, java_options)).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _driver_java_options(log4j: Path, java_options: str | None) -> str:
+    """:func:`build_session`'s driver JVM options: its log4j2 config, the parallel collector,
+    and ``java_options`` (None: the class-data archive's, if one was built)."""
+    archive = driver_java_options() if java_options is None else java_options
+    return " ".join(filter(None, (f"-Dlog4j2.configurationFile={log4j.resolve()}", "-XX:+UseParallelGC", archive)))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -274,8 +274,9 @@ impl Cleaner {
         stats: &mut CleanerStats,
         check: &dyn Fn() -> Result<()>,
     ) -> Result<()> {
-        // Every key this pass puts is a record's in [start, end): at most that many keys, and
-        // never more than the capacity.
+        // The table's size hint: the records of [start, end), at most the capacity. The last
+        // dirty segment's records past `end` are put too (as Kafka does), so the hint may be
+        // exceeded; the table then grows.
         let max_keys = usize::try_from(end.saturating_sub(start)).unwrap_or(usize::MAX).min(self.map_capacity());
         self.map.clear_for_keys(max_keys);
         self.mapped.clear(start, self.map.slots().saturating_mul(TRACKED_OFFSETS_PER_SLOT));

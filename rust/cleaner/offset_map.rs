@@ -13,8 +13,10 @@
 //! cache miss.
 //!
 //! The table a pass uses can be smaller than the map ([`SkimpyOffsetMap::clear_for_keys`]):
-//! a pass that can put at most N keys (its dirty range holds at most N records) probes a table
-//! of 2N slots at the start of the map's memory, never more than the map's slots. The map's
+//! a pass expecting at most N keys (its dirty range's records) probes a table of 2N slots at
+//! the start of the map's memory, never more than the map's slots, and doubles it if more
+//! come (the entries are copied out and put again: a heap copy of up to 3/4 of the table,
+//! beside the map, only when a pass puts more than 1.5 times its hint). The map's
 //! capacity (what the load factor allows a pass to put) is still the map's, as Kafka's, and the
 //! answers do not depend on the table's size: only the speed does. Otherwise a pass's keys
 //! land all over the 128 MiB default map, whatever their number, and a fresh map faults in

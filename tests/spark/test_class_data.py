@@ -6,14 +6,19 @@ map it (``-Xshare:on`` makes a JVM that cannot use its archive exit)."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from kafkalog.exceptions import SparkUnavailableError
 from kafkalog.spark import class_data
+
+_real_check = class_data._check_java_dumps
 
 
 @pytest.fixture
@@ -61,18 +66,19 @@ def test_no_java_gives_no_options_and_main_says_why(archives: Path, monkeypatch:
 
 
 def _fake_training(monkeypatch: pytest.MonkeyPatch, returncode: int, archive: bytes | None) -> list[list[str]]:
-    """subprocess.run replaced by a training that writes ``archive`` (None: nothing) to the
-    temporary name it is given and exits with ``returncode``."""
+    """The training replaced by one that writes ``archive`` (None: nothing) to the temporary
+    name it is given and exits with ``returncode``; the runtime's dump check passes."""
     calls: list[list[str]] = []
 
-    def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    def run_group(cmd: list[str], timeout_s: float) -> tuple[int, str]:
         calls.append(cmd)
         assert cmd[1:5] == ["-m", "kafkalog.spark.class_data", "--train", "minimal"]
         if archive is not None:
             Path(cmd[5]).write_bytes(archive)
-        return subprocess.CompletedProcess(cmd, returncode, "training output\n", "last line of the training\n")
+        return returncode, "training output\nlast line of the training\n"
 
-    monkeypatch.setattr(class_data.subprocess, "run", run)
+    monkeypatch.setattr(class_data, "_run_group", run_group)
+    monkeypatch.setattr(class_data, "_check_java_dumps", lambda java, probe: None)
     return calls
 
 
@@ -104,6 +110,72 @@ def test_a_failed_training_publishes_nothing(archives: Path, tmp_path: Path, mon
     assert class_data.driver_java_options(java) == ""
 
 
+def test_a_runtime_that_cannot_dump_is_found_before_the_training(archives: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # A "java" that runs but writes no archive, as a runtime without CDS (it only warns).
+    java = _fake_java(tmp_path / "java", "#!/bin/sh\necho 'warning: CDS is disabled' >&2\n")
+    calls = _fake_training(monkeypatch, 0, b"archive")
+    monkeypatch.setattr(class_data, "_check_java_dumps", _real_check)
+    with pytest.raises(RuntimeError, match=r"cannot dump a class-data archive \(-XX:ArchiveClassesAtExit: "
+                                           r"warning: CDS is disabled\)"):
+        class_data.build_archive(java, training="minimal")
+    assert calls == [] and list(archives.iterdir()) == []
+
+
+def test_a_training_that_times_out_is_killed_with_its_children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child's own child (as the JVM pyspark starts) dies too: no dump after the build gave
+    up. The wait is interrupted once both processes run (a seam, not a clock)."""
+    pid_file = tmp_path / "grandchild"
+    script = ("import subprocess, sys, time\n"
+              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+              f"open({str(pid_file)!r} + '.tmp', 'w').write(str(p.pid))\n"
+              f"__import__('os').rename({str(pid_file)!r} + '.tmp', {str(pid_file)!r})\n"
+              "time.sleep(600)\n")
+
+    def interrupted_wait(proc: subprocess.Popen[str], timeout_s: float) -> str:
+        deadline = time.monotonic() + 120  # a hang guard only
+        while not pid_file.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the child never started its child"
+            time.sleep(0.01)
+        raise subprocess.TimeoutExpired(proc.args, timeout_s)
+
+    monkeypatch.setattr(class_data, "_wait", interrupted_wait)
+    with pytest.raises(RuntimeError, match="did not finish within 7 s; it was killed"):
+        class_data._run_group([sys.executable, "-c", script], 7)
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 120  # SIGKILL was sent; init reaps the orphan
+    while _alive(grandchild):
+        assert time.monotonic() < deadline, f"process {grandchild} outlived the kill"
+        time.sleep(0.01)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_abandoned_dumps_are_removed_and_live_ones_kept(archives: Path) -> None:
+    archives.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = archives / f".spark-driver-4.3.0-0123.jsa.{int(dead.stdout)}.abc.tmp"
+    mine = archives / f".spark-driver-4.3.0-0123.jsa.{os.getpid()}.def.tmp"
+    other = archives / "spark-driver-4.3.0-0123.jsa"
+    for p in (gone, mine, other):
+        p.write_bytes(b"x")
+    class_data._remove_abandoned(archives)
+    assert sorted(p.name for p in archives.iterdir()) == sorted([mine.name, other.name])
+
+
+def test_the_demo_accepts_the_trainings_arguments() -> None:
+    from kafkalog import demo
+
+    inspect.signature(demo.run).bind(None, "work", picture="p.png", **class_data._TRAINING)
+
+
 def test_unknown_training_is_refused(archives: Path) -> None:
     with pytest.raises(ValueError, match="training must be one of demo, minimal, not 'all'"):
         class_data.build_archive(training="all")
@@ -122,6 +194,10 @@ def test_a_real_archive_is_mapped_by_the_next_driver(archives: Path) -> None:
     assert sorted(p.name for p in archives.iterdir()) == [path.name]
     options = class_data.driver_java_options()
     assert options == f"-XX:SharedArchiveFile={path}"
+    from kafkalog import demo
+
+    assert demo._driver_java_options(archives / "log4j2.properties", None).endswith(f" -XX:+UseParallelGC {options}")
+    assert demo._driver_java_options(archives / "log4j2.properties", "").endswith(" -XX:+UseParallelGC")
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     ok = subprocess.run([str(submit), "--driver-java-options", f"{options} -Xshare:on", "--version"],
                         capture_output=True, text=True, timeout=120)
