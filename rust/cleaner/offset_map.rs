@@ -332,20 +332,10 @@ impl SkimpyOffsetMap {
 
     /// [`SkimpyOffsetMap::retain`] for a map without an empty slot: the survivors are put
     /// again into the emptied map.
-    fn retain_by_reinserting(&mut self, mut keep: impl FnMut(&KeyHash) -> bool) -> usize {
+    fn retain_by_reinserting(&mut self, keep: impl FnMut(&KeyHash) -> bool) -> usize {
         let before = self.entries;
         let latest = self.latest_offset;
-        let survivors: Vec<(KeyHash, i64)> = (0..self.table_slots)
-            .map(|i| self.slot(i))
-            .filter(|slot| slot.iter().any(|&b| b != 0))
-            .map(|slot| {
-                let hash: KeyHash = slot[..HASH_SIZE].try_into().expect("16 bytes");
-                (hash, i64::from_be_bytes(slot[HASH_SIZE..].try_into().expect("8 bytes")))
-            })
-            .filter(|(hash, _)| keep(hash))
-            .collect();
-        self.bytes[..self.table_slots * BYTES_PER_ENTRY].fill(0);
-        self.entries = 0;
+        let survivors = self.take_entries(keep);
         for (hash, offset) in &survivors {
             // Fewer entries than slots went out: each finds a slot.
             let _ = self.put_hash(hash, *offset);
@@ -358,21 +348,28 @@ impl SkimpyOffsetMap {
     /// latest offset and the probe counts.
     fn grow(&mut self) {
         let (latest, lookups, probes) = (self.latest_offset, self.lookups, self.probes);
-        let old: Vec<(KeyHash, i64)> = (0..self.table_slots)
+        let old = self.take_entries(|_| true);
+        self.table_slots = self.table_slots.saturating_mul(2).min(self.slots);
+        for (hash, offset) in &old {
+            let _ = self.put_hash(hash, *offset);
+        }
+        (self.latest_offset, self.lookups, self.probes) = (latest, lookups, probes);
+    }
+
+    /// The table's entries that `keep` accepts, in slot order; the table is left empty.
+    fn take_entries(&mut self, mut keep: impl FnMut(&KeyHash) -> bool) -> Vec<(KeyHash, i64)> {
+        let taken = (0..self.table_slots)
             .map(|i| self.slot(i))
             .filter(|slot| slot.iter().any(|&b| b != 0))
             .map(|slot| {
                 let hash: KeyHash = slot[..HASH_SIZE].try_into().expect("16 bytes");
                 (hash, i64::from_be_bytes(slot[HASH_SIZE..].try_into().expect("8 bytes")))
             })
+            .filter(|(hash, _)| keep(hash))
             .collect();
         self.bytes[..self.table_slots * BYTES_PER_ENTRY].fill(0);
-        self.table_slots = self.table_slots.saturating_mul(2).min(self.slots);
         self.entries = 0;
-        for (hash, offset) in &old {
-            let _ = self.put_hash(hash, *offset);
-        }
-        (self.latest_offset, self.lookups, self.probes) = (latest, lookups, probes);
+        taken
     }
 
     fn slot(&self, index: usize) -> &[u8] {
