@@ -189,16 +189,19 @@ fn index_rebuild() {
     assert_lookups(&log, 0..15);
 }
 
-/// The two damaged offset indexes of [`corrupt_index_rebuild`]: segment 0's is cut to a length
-/// that is not a multiple of 8, segment 5's last entry is negative. Returns their paths.
-fn damage_two_offset_indexes(fx: &Fixture) -> (PathBuf, PathBuf) {
+/// A log of three dense segments written in `fx` with the two damaged offset indexes of
+/// [`corrupt_index_rebuild`]: segment 0's is cut to a length that is not a multiple of 8,
+/// segment 5's last entry is negative. Returns its config and the two indexes' paths.
+fn log_with_two_damaged_indexes(fx: &Fixture) -> (LogConfig, PathBuf, PathBuf) {
     use std::os::unix::fs::FileExt;
+    let cfg = dense_config();
+    write_log(fx, &cfg, 3);
     let ragged = fx.dir.join(segment_file_name(0, ".index"));
     std::fs::OpenOptions::new().write(true).open(&ragged).unwrap().set_len(29).unwrap();
     let negative = fx.dir.join(segment_file_name(5, ".index"));
     let f = std::fs::OpenOptions::new().write(true).open(&negative).unwrap();
     f.write_all_at(&(-3i32).to_be_bytes(), 24).unwrap();
-    (ragged, negative)
+    (cfg, ragged, negative)
 }
 
 /// testCorruptIndexRebuild: an offset index whose length is not a multiple of 8, or whose last
@@ -207,9 +210,7 @@ fn damage_two_offset_indexes(fx: &Fixture) -> (PathBuf, PathBuf) {
 #[test]
 fn corrupt_index_rebuild() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
-    let (ragged, negative) = damage_two_offset_indexes(&fx);
+    let (cfg, ragged, negative) = log_with_two_damaged_indexes(&fx);
     let unclean = LogOpenOptions { had_clean_shutdown: false, recovery_point: Some(15), ..fx.options() };
     let log = open_with(&fx, &cfg, unclean);
     let load = log.load_result();
@@ -226,9 +227,7 @@ fn corrupt_index_rebuild() {
 #[test]
 fn corrupt_index_rebuilt_at_first_use_after_a_clean_shutdown() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
-    let (ragged, negative) = damage_two_offset_indexes(&fx);
+    let (cfg, ragged, negative) = log_with_two_damaged_indexes(&fx);
     let log = open_clean(&fx, &cfg);
     let load = log.load_result();
     assert_eq!((load.segments_recovered, load.bytes_truncated), (0, 0));
@@ -253,9 +252,7 @@ fn corrupt_index_rebuilt_at_first_use_after_a_clean_shutdown() {
 #[test]
 fn first_use_check_under_concurrent_readers() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
-    let (ragged, _) = damage_two_offset_indexes(&fx);
+    let (cfg, ragged, _) = log_with_two_damaged_indexes(&fx);
     let log = open_clean(&fx, &cfg);
     assert!(log.segments()[0].index_check_pending());
     let warnings: Vec<String> = std::thread::scope(|scope| {
@@ -296,9 +293,7 @@ fn time_index_and_untrimmed_damage_found_at_first_use() {
 #[test]
 fn failed_rebuild_at_first_use() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
-    let (ragged, negative) = damage_two_offset_indexes(&fx);
+    let (cfg, ragged, negative) = log_with_two_damaged_indexes(&fx);
     let log = open_clean(&fx, &cfg);
     {
         let _fault = inject(&ragged, FaultOp::Rename, libc::EIO, None);

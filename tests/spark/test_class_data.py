@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import inspect
 import os
+import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -122,40 +122,33 @@ def test_a_runtime_that_cannot_dump_is_found_before_the_training(archives: Path,
     assert calls == [] and list(archives.iterdir()) == []
 
 
-def test_a_training_that_times_out_is_killed_with_its_children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_training_that_times_out_is_killed_with_its_children(monkeypatch: pytest.MonkeyPatch) -> None:
     """The child's own child (as the JVM pyspark starts) dies too: no dump after the build gave
-    up. The wait is interrupted once both processes run (a seam, not a clock)."""
-    pid_file = tmp_path / "grandchild"
-    script = ("import subprocess, sys, time\n"
-              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
-              f"open({str(pid_file)!r} + '.tmp', 'w').write(str(p.pid))\n"
-              f"__import__('os').rename({str(pid_file)!r} + '.tmp', {str(pid_file)!r})\n"
-              "time.sleep(600)\n")
+    up. Events only: the wait is interrupted once the child has said its child's pid; the
+    grandchild shares the output pipe, so the run returns only after it closed it, and its pidfd
+    then says it exited (a kill that missed it would leave the run waiting, not passing)."""
+    script = ("import signal, subprocess, sys\n"
+              "p = subprocess.Popen([sys.executable, '-c', 'import signal; signal.pause()'])\n"
+              "print(p.pid, flush=True)\n"
+              "signal.pause()\n")
+    grandchild: list[int] = []
 
     def interrupted_wait(proc: subprocess.Popen[str], timeout_s: float) -> str:
-        deadline = time.monotonic() + 120  # a hang guard only
-        while not pid_file.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "the child never started its child"
-            time.sleep(0.01)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip().isdigit(), f"the child never started its child: {line!r}"
+        grandchild.append(os.pidfd_open(int(line)))  # it runs: it was started before the line
         raise subprocess.TimeoutExpired(proc.args, timeout_s)
 
     monkeypatch.setattr(class_data, "_wait", interrupted_wait)
     with pytest.raises(RuntimeError, match="did not finish within 7 s; it was killed"):
         class_data._run_group([sys.executable, "-c", script], 7)
-    grandchild = int(pid_file.read_text())
-    deadline = time.monotonic() + 120  # SIGKILL was sent; init reaps the orphan
-    while _alive(grandchild):
-        assert time.monotonic() < deadline, f"process {grandchild} outlived the kill"
-        time.sleep(0.01)
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for its reaper does not)."""
+    (pidfd,) = grandchild
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
+        readable, _, _ = select.select([pidfd], [], [])  # readable once the process has exited
+        assert readable == [pidfd]
+    finally:
+        os.close(pidfd)
 
 
 def test_abandoned_dumps_are_removed_and_live_ones_kept(archives: Path) -> None:
