@@ -36,6 +36,13 @@ fn write_log(fx: &Fixture, cfg: &LogConfig, segments: i64) {
     log.close().unwrap();
 }
 
+/// Three segments of [`dense_config`] written in `fx`; returns the config.
+fn write_dense_log(fx: &Fixture) -> LogConfig {
+    let cfg = dense_config();
+    write_log(fx, &cfg, 3);
+    cfg
+}
+
 fn rec(offset: i64, value: &str) -> Rec {
     Rec { offset, timestamp: T0 + offset, key: Some(b"k".to_vec()), value: Some(value.as_bytes().to_vec()) }
 }
@@ -129,8 +136,7 @@ fn assert_no_swap_files(dir: &Path) {
 #[test]
 fn open_deletes_obsolete_files() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     for leftover in [".log.deleted", ".index.deleted", ".timeindex.deleted", ".snapshot.deleted"] {
         std::fs::write(fx.dir.join(segment_file_name(99, leftover)), b"old").unwrap();
     }
@@ -171,8 +177,7 @@ fn bogus_index_segments_are_removed() {
 #[test]
 fn index_rebuild() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     let index_lens: Vec<u64> = [0, 5].iter().map(|b| file_len(&fx.dir.join(segment_file_name(*b, ".index")))).collect();
     for base in [0, 5, 10] {
         std::fs::remove_file(fx.dir.join(segment_file_name(base, ".index"))).unwrap();
@@ -194,8 +199,7 @@ fn index_rebuild() {
 /// segment 5's last entry is negative. Returns its config and the two indexes' paths.
 fn log_with_two_damaged_indexes(fx: &Fixture) -> (LogConfig, PathBuf, PathBuf) {
     use std::os::unix::fs::FileExt;
-    let cfg = dense_config();
-    write_log(fx, &cfg, 3);
+    let cfg = write_dense_log(fx);
     let ragged = fx.dir.join(segment_file_name(0, ".index"));
     std::fs::OpenOptions::new().write(true).open(&ragged).unwrap().set_len(29).unwrap();
     let negative = fx.dir.join(segment_file_name(5, ".index"));
@@ -271,8 +275,7 @@ fn first_use_check_under_concurrent_readers() {
 #[test]
 fn time_index_and_untrimmed_damage_found_at_first_use() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     let time_index = fx.dir.join(segment_file_name(0, ".timeindex"));
     std::fs::OpenOptions::new().write(true).open(&time_index).unwrap().set_len(50).unwrap();
     let untrimmed = fx.dir.join(segment_file_name(5, ".index"));
@@ -319,8 +322,7 @@ fn failed_rebuild_at_first_use() {
 #[test]
 fn missing_time_index_below_the_recovery_point_comes_back_empty() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     let time_index = fx.dir.join(segment_file_name(0, ".timeindex"));
     std::fs::remove_file(&time_index).unwrap();
     let log = open_clean(&fx, &cfg);
@@ -336,8 +338,7 @@ fn missing_time_index_below_the_recovery_point_comes_back_empty() {
 #[test]
 fn clean_shutdown_skips_recovery() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     let clean = LogOpenOptions { had_clean_shutdown: true, recovery_point: Some(0), ..fx.options() };
     let log = open_with(&fx, &cfg, clean);
     let load = log.load_result();
@@ -358,8 +359,7 @@ fn clean_shutdown_skips_recovery() {
 #[test]
 fn torn_tail_after_a_clean_shutdown_is_recovered() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     let active = fx.dir.join(segment_file_name(10, ".log"));
     let clean_len = file_len(&active);
     write_nonsense(&active, clean_len, 30, 5);
@@ -398,8 +398,7 @@ fn corrupt_log_tail_is_truncated() {
 #[test]
 fn corruption_in_a_middle_segment_deletes_the_later_segments() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     let middle = fx.dir.join(segment_file_name(5, ".log"));
     let b = batches(&std::fs::read(&middle).unwrap());
     let third_at: usize = b[..2].iter().map(|b| b.size).sum();
@@ -462,8 +461,7 @@ fn log_end_less_than_start_after_reopen() {
 #[test]
 fn interrupted_clean_is_rolled_back() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     let cleaned = scratch_segment(&fx, 0, &[(0, "c0"), (4, "c4"), (9, "c9")]);
     copy_segment(&cleaned, 0, &fx.dir, ".cleaned");
     let swapped = scratch_segment(&fx, 10, &[(10, "c10"), (14, "c14")]);
@@ -493,8 +491,7 @@ fn compacted_expected() -> Vec<Rec> {
 #[test]
 fn interrupted_swap_is_completed() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     copy_segment(&compacted_0_to_8(&fx), 0, &fx.dir, ".swap");
     let log = fx.open(&cfg);
     let load = log.load_result();
@@ -511,8 +508,7 @@ fn interrupted_swap_is_completed() {
 #[test]
 fn interrupted_swap_with_old_segments_partly_deleted_is_completed() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     copy_segment(&compacted_0_to_8(&fx), 0, &fx.dir, ".swap");
     rename_segment(&fx.dir, 0, ".deleted");
     let log = fx.open(&cfg);
@@ -528,8 +524,7 @@ fn interrupted_swap_with_old_segments_partly_deleted_is_completed() {
 #[test]
 fn swap_below_a_cleaned_segment_is_kept() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     copy_segment(&scratch_segment(&fx, 0, &[(1, "c1"), (3, "c3")]), 0, &fx.dir, ".swap");
     copy_segment(&scratch_segment(&fx, 5, &[(9, "c9")]), 5, &fx.dir, ".cleaned");
     copy_segment(&scratch_segment(&fx, 10, &[(14, "c14")]), 10, &fx.dir, ".swap");
@@ -548,8 +543,7 @@ fn swap_below_a_cleaned_segment_is_kept() {
 #[test]
 fn read_only_open_reads_a_pending_swap() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     copy_segment(&compacted_0_to_8(&fx), 0, &fx.dir, ".swap");
     let before = listing(&fx.dir);
     let log = fx.open_read_only(&cfg);
@@ -565,8 +559,7 @@ fn read_only_open_reads_a_pending_swap() {
 #[test]
 fn read_only_open_applies_the_cleaned_rule_to_swaps() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     copy_segment(&scratch_segment(&fx, 0, &[(1, "c1"), (3, "c3")]), 0, &fx.dir, ".swap");
     copy_segment(&scratch_segment(&fx, 5, &[(9, "c9")]), 5, &fx.dir, ".cleaned");
     copy_segment(&scratch_segment(&fx, 10, &[(14, "c14")]), 10, &fx.dir, ".swap");
@@ -746,8 +739,7 @@ fn split_interrupted_at_each_rename_recovers() {
 #[test]
 fn recovery_reports_progress() {
     let fx = Fixture::new();
-    let cfg = dense_config();
-    write_log(&fx, &cfg, 3);
+    let cfg = write_dense_log(&fx);
     let heard = Arc::new(Mutex::new(Vec::new()));
     let sink = heard.clone();
     let progress = RecoveryProgressFn(Arc::new(move |left| sink.lock().unwrap().push(left)));
