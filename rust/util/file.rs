@@ -80,17 +80,8 @@ pub fn write_file_in_place(path: &Path, contents: &[u8]) -> Result<()> {
 #[must_use]
 pub fn file_has_contents(path: &Path, expected: &[u8]) -> bool {
     let Ok(file) = open(path, OpenMode::Read) else { return false };
-    // One byte more than expected shows a longer file; small files (indexes of small segments,
-    // producer snapshots: the loader compares three a segment) are read onto the stack.
-    let mut small = [0u8; 1024];
-    let mut large = Vec::new();
-    let buf = if expected.len() < small.len() {
-        &mut small[..=expected.len()]
-    } else {
-        large.resize(expected.len() + 1, 0);
-        &mut large[..]
-    };
-    matches!(read_prefix(&file, buf), Ok(n) if n == expected.len() && buf[..n] == *expected)
+    let mut buf = vec![0u8; expected.len() + 1];
+    matches!(read_prefix(&file, &mut buf), Ok(n) if n == expected.len() && buf[..n] == *expected)
 }
 
 /// Reads the start of `file` into `buf`; returns the bytes read, fewer than `buf.len()` only
@@ -562,7 +553,7 @@ mod tests {
         std::fs::write(&path, &big).unwrap();
         assert!(file_has_contents(&path, &big));
         assert!(!file_has_contents(&path, &big[..big.len() - 1]));
-        // Either side of the stack buffer's size (1,024 bytes: expected plus one must fit).
+        // Lengths around 1 KiB.
         for len in [1022usize, 1023, 1024, 1025] {
             std::fs::write(&path, &big[..len]).unwrap();
             assert!(file_has_contents(&path, &big[..len]), "{len}");
