@@ -7,6 +7,8 @@ segments with offset and time indexes, one :class:`UnifiedLog` per partition, an
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import batches, checkpoints, cleaner, exceptions
 from ._native import __version__, decode_batches
 from ._native import (
@@ -20,7 +22,6 @@ from ._native import (
     on_demand_cleaner_config,
     probe_log_dir_lock,
 )
-from .arrow import KAFKA_SCHEMA
 from .cleaner import (
     CleanableSections,
     CleanerStats,
@@ -135,3 +136,13 @@ __all__ += [
 
 # kafkalog verify's result classes (exported here so that they pickle).
 __all__ += ["PartitionCheck", "VerifyFinding"]
+
+
+def __getattr__(name: str) -> Any:
+    """``KAFKA_SCHEMA``, a pyarrow schema, on first use: ``import kafkalog`` does not import
+    pyarrow, whose import starts threads (numpy's OpenBLAS pool)."""
+    if name == "KAFKA_SCHEMA":
+        from .arrow import KAFKA_SCHEMA
+
+        return KAFKA_SCHEMA
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,15 +10,11 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from . import _arguments as arg
-from . import _native, arrow_read
+from . import _native
 from ._native import Progress
-from .arrow import KAFKA_SCHEMA, columns_to_record_batch
-from .arrow_write import ArrowData, record_batch_capsules
 from .cleaner import CleanableSections, CompactResult, DirtyCompactResult, SegmentTombstones
 from .exceptions import IllegalStateError, InvalidArgumentTypeError
 from .records import (
@@ -36,6 +32,11 @@ from .records import (
     SegmentInfo,
     TimestampAndOffset,
 )
+
+if TYPE_CHECKING:  # pyarrow is imported on first use: importing it starts threads (numpy's OpenBLAS)
+    import pyarrow as pa
+
+    from .arrow_write import ArrowData
 
 __all__ = ["UnifiedLog", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP"]
 
@@ -235,6 +236,8 @@ class UnifiedLog:
         leader_epoch = _leader_epoch(leader_epoch, self._log)
         batch_size = arg.integer("batch_size", batch_size, 0, arg.I32_MAX)
         now = arg.optional_integer("timestamp", timestamp, 0, arg.I64_MAX, _RECORD_TIMESTAMPS)
+        from .arrow_write import record_batch_capsules
+
         capsules = record_batch_capsules(data)
         return self._log.append_arrow(
             capsules, compression, leader_epoch, batch_size, int(time.time() * 1000) if now is None else now
@@ -508,6 +511,8 @@ class UnifiedLog:
         max_chunk_bytes: int,
         on_progress: Callable[[Progress], None] | None = None,
     ) -> Iterator[pa.RecordBatch]:
+        from .arrow import columns_to_record_batch
+
         offset = self.log_start_offset if start is None else start
         stop = arg.I64_MAX if end is None else end
         first = offset
@@ -545,6 +550,11 @@ class UnifiedLog:
         threads (see ``kafkalog.arrow_read``): the same rows in the same order as one thread
         reads. The range then ends where the isolation's end offset was when the call
         started."""
+        import pyarrow as pa
+
+        from . import arrow_read
+        from .arrow import KAFKA_SCHEMA
+
         start, end = arg.range_bound("start", start), arg.range_bound("end", end)
         _native.UnifiedLog.check_isolation(arg.string("isolation", isolation, _ISOLATIONS))
         use_threads = arg.flag("use_threads", use_threads)

@@ -1014,21 +1014,37 @@ def test_no_background_thread_when_scheduler_is_off(tmp_path: Path) -> None:
 
 IMPORT_PROBE = textwrap.dedent(
     """
-    import os, threading
-    import pyarrow  # kafkalog imports it; its own pools are not ours to count
+    import os, sys, threading
     py_before, os_before = len(threading.enumerate()), len(os.listdir("/proc/self/task"))
-    import kafkalog, kafkalog.manager, kafkalog.testing
-    print(py_before, len(threading.enumerate()), os_before, len(os.listdir("/proc/self/task")))
+    import kafkalog, kafkalog.manager, kafkalog.testing, kafkalog.spark, kafkalog.cli
+    late = sorted(m for m in ("pyarrow", "numpy", "pyspark") if m in sys.modules)
+    print(py_before, len(threading.enumerate()), os_before, len(os.listdir("/proc/self/task")), ",".join(late) or "-")
     """
 )
 
 
 def test_import_starts_no_threads() -> None:
-    """House style: no thread at import time (Spark forks Python workers)."""
+    """House style: no thread at import time (Spark forks Python workers). pyarrow (whose
+    numpy starts OpenBLAS's pool) and pyspark are imported on first use, not by ``import
+    kafkalog`` or its command line and Spark modules."""
     out = subprocess.run([sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert out.returncode == 0, out.stderr
-    py_before, py_after, os_before, os_after = map(int, out.stdout.split())
-    assert (py_after, os_after) == (py_before, os_before)
+    py_before, py_after, os_before, os_after, late = out.stdout.split()
+    assert (int(py_after), int(os_after)) == (int(py_before), int(os_before)) == (1, 1)
+    assert late == "-", f"imported by import kafkalog: {late}"
+
+
+def test_kafka_schema_is_exported_on_first_use() -> None:
+    """``kafkalog.KAFKA_SCHEMA`` (and ``from kafkalog import *``) still give the Arrow schema."""
+    import kafkalog
+    from kafkalog.arrow import KAFKA_SCHEMA
+
+    assert kafkalog.KAFKA_SCHEMA is KAFKA_SCHEMA and "KAFKA_SCHEMA" in kafkalog.__all__
+    namespace: dict[str, object] = {}
+    exec("from kafkalog import *", namespace)  # noqa: S102 - the star import is what is tested
+    assert namespace["KAFKA_SCHEMA"] is KAFKA_SCHEMA
+    with pytest.raises(AttributeError, match="no attribute 'NOT_THERE'"):
+        kafkalog.NOT_THERE  # noqa: B018
 
 
 def test_managed_log_close_is_a_no_op_and_manager_close_is_idempotent(tmp_path: Path) -> None:
