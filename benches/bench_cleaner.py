@@ -386,7 +386,9 @@ def main() -> None:
 
     print()
     print("Memory: the offset map takes 24 bytes a slot (16-byte MD5 + 8-byte offset), allocated whole; at the 0.9")
-    print("load factor that is 26.7 bytes per key a pass can hold. compact_now keeps the map of the previous call")
+    print("load factor that is 26.7 bytes per key a pass can hold (the sliced decision passes lay the same memory out in")
+    print("20-byte slots, 16-byte MD5 + 32-bit offset distance: the same keys a pass, a table 0.75 full instead of 0.9).")
+    print("compact_now keeps the map of the previous call")
     print("(the warm-up's), so a timed call's RSS growth is what it needs beside the map (pass 1's marks: 2 bits")
     print("per mapped offset, at most one byte per slot; the sliced decisions: 3 bits per offset of the log, so")
     print("128 MiB + 4.9 MB for 10 M keys = 13.9 bytes per key with the map)")

@@ -264,7 +264,11 @@ impl Cleaner {
         check: &dyn Fn() -> Result<()>,
         pending: &mut Vec<Slice>,
     ) -> Result<SlicePass> {
-        self.map.clear();
+        // The dense layout: more slots, the same capacity (Kafka's). Every offset this pass
+        // puts lies in [start, end), within the marks' range from the log's first offset; a
+        // range too long for it falls back to the 24-byte slots.
+        let (first, _) = self.mapped.range();
+        self.map.clear_dense(first, end);
         let capacity = self.map_capacity();
         let mut txn = CleanedTransactionMetadata::default();
         txn.add_aborted_transactions(
