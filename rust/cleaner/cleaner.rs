@@ -334,10 +334,7 @@ impl Cleaner {
                 // Hash the batch's keys first (eight at a time) and prefetch their slots, then
                 // insert: the map lookups then overlap instead of waiting on memory one by one.
                 let mut records = Vec::new();
-                batch.for_each_record(scratch, |r| {
-                    records.push(r);
-                    Ok(())
-                })?;
+                batch.records_into(scratch, &mut records)?;
                 let (map, mapped, bufs) = (&mut c.cleaner.map, &mut c.cleaner.mapped, &mut c.cleaner.bufs);
                 let mut keys = Vec::new();
                 hash_record_keys(&records, |r| r.offset >= start, &mut keys, &mut bufs.digests, &mut bufs.hashes);

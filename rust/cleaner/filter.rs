@@ -382,12 +382,7 @@ impl CleanerFilter<'_> {
             }
             // Decode once; decide each record's fate.
             let mut records: Vec<Record<'_>> = Vec::new();
-            batch
-                .for_each_record(scratch, |r| {
-                    records.push(r);
-                    Ok(())
-                })
-                .map_err(|e| e.with_position_offset(position as u64))?;
+            batch.records_into(scratch, &mut records).map_err(|e| e.with_position_offset(position as u64))?;
             retained_flags.clear();
             let mut contains_tombstones = false;
             let mut max_offset = -1i64;

@@ -11,7 +11,9 @@ use super::cleaner_stats::CleanerStats;
 use super::md5_keys::md5_keys;
 use super::offset_map::KeyHash;
 use crate::error::Result;
+use crate::record::default_record::Record;
 use crate::record::records::{AnyBatch, BatchIter};
+use crate::record::uncompressed;
 use crate::segment::log_segment::LogSegment;
 
 impl Cleaner {
@@ -113,14 +115,25 @@ impl ScanCtx<'_> {
         out.clear();
         let mut keys = recycle(std::mem::take(&mut bufs.keys));
         let mut read = 0u64;
-        batch.for_each_record(scratch, |r| {
-            read += 1;
-            if let Some(key) = r.key.filter(|_| wanted(r.offset)) {
-                keys.push(key);
-                out.push(KeyDigest { offset: r.offset, has_value: r.value.is_some(), hash: [0; 16] });
-            }
-            Ok(())
-        })?;
+        // An uncompressed batch takes the fast walk; one it gives up on is decoded the general
+        // way from the start (which reports what is wrong with it).
+        let fast = match batch {
+            AnyBatch::V2(b) => uncompressed::try_for_each_record(b, |r| {
+                read += 1;
+                push_key(&mut keys, &mut out, &wanted, &r);
+            }),
+            AnyBatch::Legacy(_) => false,
+        };
+        if !fast {
+            read = 0;
+            keys.clear();
+            out.clear();
+            batch.for_each_record(scratch, |r| {
+                read += 1;
+                push_key(&mut keys, &mut out, &wanted, &r);
+                Ok(())
+            })?;
+        }
         self.records_read += read;
         md5_keys(&keys, &mut bufs.digests);
         for (k, h) in out.iter_mut().zip(&bufs.digests) {
@@ -133,6 +146,15 @@ impl ScanCtx<'_> {
     /// Returns the vector [`ScanCtx::key_digests`] lent, for the next batch.
     pub(super) fn give_back(&mut self, digests: Vec<KeyDigest>) {
         self.cleaner.bufs.key_digests = digests;
+    }
+}
+
+/// Records `r`'s key (when it has one and `wanted` takes its offset) for hashing.
+#[inline]
+fn push_key<'k>(keys: &mut Vec<&'k [u8]>, out: &mut Vec<KeyDigest>, wanted: &impl Fn(i64) -> bool, r: &Record<'k>) {
+    if let Some(key) = r.key.filter(|_| wanted(r.offset)) {
+        keys.push(key);
+        out.push(KeyDigest { offset: r.offset, has_value: r.value.is_some(), hash: [0; 16] });
     }
 }
 

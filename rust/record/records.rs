@@ -132,6 +132,26 @@ impl<'a> AnyBatch<'a> {
             AnyBatch::Legacy(e) => e.for_each_record(scratch, f),
         }
     }
+
+    /// Replaces `out`'s contents with the batch's records: an uncompressed v2 batch's by the
+    /// fast walk of [`super::uncompressed`], any other (or one the walk gives up on) by
+    /// [`AnyBatch::for_each_record`], which reports what is wrong with it.
+    pub fn records_into<'s>(&self, scratch: &'s mut Vec<u8>, out: &mut Vec<Record<'s>>) -> Result<()>
+    where
+        'a: 's,
+    {
+        out.clear();
+        if let AnyBatch::V2(b) = self {
+            if super::uncompressed::try_for_each_record(b, |r| out.push(r)) {
+                return Ok(());
+            }
+            out.clear();
+        }
+        self.for_each_record(scratch, |r| {
+            out.push(r);
+            Ok(())
+        })
+    }
 }
 
 /// Iterates over the complete batches at the start of a buffer. Stops without error where

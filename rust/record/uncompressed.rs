@@ -135,6 +135,7 @@ mod tests {
     use crate::record::batch::{ATTRIBUTES_OFFSET, LENGTH_OFFSET};
     use crate::record::builder::{BatchBuilder, BatchHeader};
     use crate::record::compression::CompressionType;
+    use crate::record::records::AnyBatch;
 
     type Owned = (i64, i64, i32, Option<Vec<u8>>, Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>, u32);
 
@@ -251,6 +252,42 @@ mod tests {
             if fast.is_some() {
                 prop_assert_eq!(fast, general);
             }
+        }
+
+        /// `AnyBatch::records_into` (the fast walk, the general decoder when it gives up) gives
+        /// the general decoder's records for every batch, intact, damaged or compressed, and
+        /// its error, word for word, for one it rejects.
+        #[test]
+        fn records_into_answers_as_the_general_decoder(
+            records in proptest::collection::vec(record(), 1..8),
+            at in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+            damage in 0u8..3,
+            lz4 in any::<bool>(),
+        ) {
+            let compression = if lz4 { CompressionType::Lz4 } else { CompressionType::None };
+            let mut bytes = build(&records, BatchHeader { compression, ..header(3, false, -1) });
+            let at = RECORD_BATCH_OVERHEAD + at.index(bytes.len() - RECORD_BATCH_OVERHEAD);
+            match damage {
+                0 => {}
+                1 => bytes[at] = byte,
+                _ => {
+                    bytes.truncate(at);
+                    fix_length(&mut bytes);
+                }
+            }
+            let Ok(batch) = RecordBatch::new(&bytes) else { return Ok(()) };
+            let batch = AnyBatch::V2(batch);
+            let mut out = vec![];
+            let got = batch.records_into(&mut Vec::new(), &mut out).map(|()| out.iter().map(owned).collect::<Vec<_>>());
+            let mut want = vec![];
+            let expected = batch
+                .for_each_record(&mut Vec::new(), |r| {
+                    want.push(owned(&r));
+                    Ok(())
+                })
+                .map(|()| want);
+            prop_assert_eq!(got.map_err(|e| e.to_string()), expected.map_err(|e| e.to_string()));
         }
     }
 
