@@ -1,5 +1,6 @@
 //! The bulk-read fast path over an uncompressed v2 batch: its records walked in one inlined
-//! loop, with the one- and two-byte varints of small records read in line.
+//! loop, with the one- and two-byte varints of small records read in line. `to_arrow` and the
+//! cleaner's passes (through [`super::records::AnyBatch::records_into`]) read with it.
 //!
 //! The walk accepts only what [`RecordBatch::for_each_record`] accepts, and gives up on anything
 //! else (a count or a length that does not fit, a varint it cannot read, bytes left over): the
