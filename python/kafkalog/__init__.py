@@ -7,7 +7,7 @@ segments with offset and time indexes, one :class:`UnifiedLog` per partition, an
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import batches, checkpoints, cleaner, exceptions
 from ._native import __version__, decode_batches
@@ -137,12 +137,19 @@ __all__ += [
 # kafkalog verify's result classes (exported here so that they pickle).
 __all__ += ["PartitionCheck", "VerifyFinding"]
 
+if TYPE_CHECKING:  # for type checkers: kafkalog.KAFKA_SCHEMA is a pyarrow Schema
+    from .arrow import KAFKA_SCHEMA as KAFKA_SCHEMA
+else:
 
-def __getattr__(name: str) -> Any:
-    """``KAFKA_SCHEMA``, a pyarrow schema, on first use: ``import kafkalog`` does not import
-    pyarrow, whose import starts threads (numpy's OpenBLAS pool)."""
-    if name == "KAFKA_SCHEMA":
-        from .arrow import KAFKA_SCHEMA
+    def __getattr__(name: str) -> Any:
+        """``KAFKA_SCHEMA``, a pyarrow schema, on first use: ``import kafkalog`` does not
+        import pyarrow, whose import starts threads (numpy's OpenBLAS pool). ``from kafkalog
+        import *`` does import it."""
+        if name == "KAFKA_SCHEMA":
+            from .arrow import KAFKA_SCHEMA
 
-        return KAFKA_SCHEMA
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+            return KAFKA_SCHEMA
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted(set(globals()) | {"KAFKA_SCHEMA"})

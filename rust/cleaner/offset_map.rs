@@ -2,7 +2,8 @@
 //! of MD5 digests of keys, 24 bytes per slot (16-byte digest, then the offset as a big-endian
 //! int64), the same slot count and the same empty-slot rule (all 24 bytes zero) as Kafka's, so
 //! it holds exactly the keys Kafka's would and says the same for every lookup. Two keys with
-//! the same MD5 count as one key, as in Kafka.
+//! the same MD5 count as one key, as in Kafka. (The sliced decision passes use a denser layout
+//! of the same memory, below.)
 //!
 //! The probe order differs, which changes nothing a caller can see but the speed: Kafka probes
 //! 13 windows of the digest (13 random memory reads), then linearly; at the 0.9 load factor a
@@ -77,8 +78,9 @@ pub struct SkimpyOffsetMap {
     bytes: MmapMut,
     /// The map's slots (Kafka's `slots`: its capacity).
     slots: usize,
-    /// The slots this pass probes, the first of `bytes`: `slots`, or fewer after
-    /// [`SkimpyOffsetMap::clear_for_keys`]. Every byte past them is zero.
+    /// The slots this pass probes, the first of `bytes`: `slots`, fewer after
+    /// [`SkimpyOffsetMap::clear_for_keys`], about 1.2 times `slots` (20-byte slots) after
+    /// [`SkimpyOffsetMap::clear_dense`]. Every byte past them is zero.
     table_slots: usize,
     /// Bytes per slot of this pass's table: [`BYTES_PER_ENTRY`], or [`DENSE_BYTES_PER_ENTRY`]
     /// after [`SkimpyOffsetMap::clear_dense`].
@@ -203,7 +205,9 @@ impl SkimpyOffsetMap {
     /// Empties the map for a pass whose offsets all lie in `[base, end)` and lays the memory
     /// out in [`DENSE_BYTES_PER_ENTRY`]-byte slots (see the module docs): more slots than the
     /// map's `slots`, whose capacity callers still stop at. Returns false, and clears to the
-    /// full 24-byte table instead, when the range is too long for 32-bit distances.
+    /// full 24-byte table instead, when the range is too long for 32-bit distances. The
+    /// layout lasts until the next clear: every clean starts with one, so a map handed back
+    /// to a pool after a sliced clean serves the next clean as a fresh one.
     pub fn clear_dense(&mut self, base: i64, end: i64) -> bool {
         if !(0..i64::from(u32::MAX)).contains(&end.saturating_sub(base)) {
             self.clear();
@@ -227,8 +231,9 @@ impl SkimpyOffsetMap {
     }
 
     /// The bytes after the digest that store `offset` in this table (the first `stride - 16`).
-    /// A dense table refuses an offset outside the range it was cleared for (the cleaner puts
-    /// none).
+    /// A dense table refuses an offset its 32 bits cannot hold: below its base, or
+    /// `u32::MAX - 1` or more past it (the cleaner puts none: its offsets lie in the range
+    /// [`SkimpyOffsetMap::clear_dense`] was given).
     #[inline]
     fn encode_offset(&self, offset: i64) -> Result<[u8; 8]> {
         if self.stride == BYTES_PER_ENTRY {

@@ -257,7 +257,9 @@ mod tests {
 
         /// `AnyBatch::records_into` (the fast walk, the general decoder when it gives up) gives
         /// the general decoder's records for every batch, intact, damaged or compressed, and
-        /// its error, word for word, for one it rejects.
+        /// its error, word for word, for one it rejects. (Where the walk gives up, both sides
+        /// decode the general way: what this adds to the tests above is the output buffer's
+        /// handling and the dispatch on compression.)
         #[test]
         fn records_into_answers_as_the_general_decoder(
             records in proptest::collection::vec(record(), 1..8),
