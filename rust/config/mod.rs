@@ -10,6 +10,8 @@ pub mod cleaner_config;
 pub(crate) mod key_table;
 pub mod log_config;
 pub mod log_manager_config;
+#[cfg(test)]
+mod table_checks;
 
 pub use cleaner_config::CleanerConfig;
 pub use log_config::{CleanupPolicy, LogConfig, TopicCompression, REMOVED_KEYS};
