@@ -13,7 +13,6 @@ use super::offset_map::KeyHash;
 use crate::error::Result;
 use crate::record::default_record::Record;
 use crate::record::records::{AnyBatch, BatchIter};
-use crate::record::uncompressed;
 use crate::segment::log_segment::LogSegment;
 
 impl Cleaner {
@@ -117,13 +116,10 @@ impl ScanCtx<'_> {
         let mut read = 0u64;
         // An uncompressed batch takes the fast walk; one it gives up on is decoded the general
         // way from the start (which reports what is wrong with it).
-        let fast = match batch {
-            AnyBatch::V2(b) => uncompressed::try_for_each_record(b, |r| {
-                read += 1;
-                push_key(&mut keys, &mut out, &wanted, &r);
-            }),
-            AnyBatch::Legacy(_) => false,
-        };
+        let fast = batch.try_for_each_record_fast(|r| {
+            read += 1;
+            push_key(&mut keys, &mut out, &wanted, &r);
+        });
         if !fast {
             read = 0;
             keys.clear();

@@ -133,20 +133,29 @@ impl<'a> AnyBatch<'a> {
         }
     }
 
-    /// Replaces `out`'s contents with the batch's records: an uncompressed v2 batch's by the
-    /// fast walk of [`super::uncompressed`], any other (or one the walk gives up on) by
+    /// Calls `f` with each record of an uncompressed v2 batch, by the fast walk of
+    /// [`super::uncompressed`]. False for any other batch, and for one the walk gives up on
+    /// (`f` may then have seen some of its records): decode it with
     /// [`AnyBatch::for_each_record`], which reports what is wrong with it.
+    #[inline]
+    pub fn try_for_each_record_fast(&self, f: impl FnMut(Record<'a>)) -> bool {
+        match self {
+            AnyBatch::V2(b) => super::uncompressed::try_for_each_record(b, f),
+            AnyBatch::Legacy(_) => false,
+        }
+    }
+
+    /// Replaces `out`'s contents with the batch's records, by
+    /// [`AnyBatch::try_for_each_record_fast`], else by [`AnyBatch::for_each_record`].
     pub fn records_into<'s>(&self, scratch: &'s mut Vec<u8>, out: &mut Vec<Record<'s>>) -> Result<()>
     where
         'a: 's,
     {
         out.clear();
-        if let AnyBatch::V2(b) = self {
-            if super::uncompressed::try_for_each_record(b, |r| out.push(r)) {
-                return Ok(());
-            }
-            out.clear();
+        if self.try_for_each_record_fast(|r| out.push(r)) {
+            return Ok(());
         }
+        out.clear();
         self.for_each_record(scratch, |r| {
             out.push(r);
             Ok(())
