@@ -8,6 +8,7 @@ use super::buffer::{ColumnBytes, OwnedBuffer};
 use super::results::py_result;
 use crate::error::Result;
 use crate::log::unified_log::{FetchIsolation, UnifiedLog};
+use crate::record::batch::{RecordBatch, COMPRESSION_CODEC_MASK};
 use crate::record::default_record::Record;
 use crate::record::records::AnyBatch;
 use crate::record::uncompressed;
@@ -34,6 +35,7 @@ pub(crate) fn read_columns(
     // At most one row per offset of the range the log holds.
     let max_rows = (end.min(log.log_end_offset()) - start).max(0) as usize;
     let mut planned = false;
+    let mut plain = true;
     log.scan_visible(start, end, isolation, |batch, visible| {
         if visible {
             // The count is untrusted until decoded: a record takes at least 7 bytes.
@@ -44,18 +46,13 @@ pub(crate) fn read_columns(
             cols.start_batch(timestamp_type_id(&batch), rows, bytes);
             let in_range = |r: &Record<'_>| r.offset >= start && r.offset < end;
             let fast = match &batch {
-                AnyBatch::V2(b) => {
-                    let mark = cols.mark();
-                    let done = uncompressed::try_for_each_record(b, |r| {
-                        if in_range(&r) {
-                            cols.push(&r);
-                        }
-                    });
-                    if !done {
-                        cols.rollback(&mark);
-                    }
-                    done
+                AnyBatch::V2(b) if plain && is_plain_candidate(b, start, end) => {
+                    // A batch of other records (nulls, headers) says the next ones likely hold
+                    // such records too: the rest of the read pushes record by record.
+                    plain = cols.push_plain_batch(b, start, end);
+                    plain || push_records_fast(&mut cols, b, start, end)
                 }
+                AnyBatch::V2(b) => push_records_fast(&mut cols, b, start, end),
                 AnyBatch::Legacy(_) => false,
             };
             if !fast {
@@ -76,6 +73,27 @@ pub(crate) fn read_columns(
     })?;
     cols.finish();
     Ok((cols, next))
+}
+
+/// Whether `b` may take [`KafkaColumns::push_plain_batch`]: uncompressed, and wholly inside
+/// `[start, end)`.
+fn is_plain_candidate(b: &RecordBatch<'_>, start: i64, end: i64) -> bool {
+    b.attributes() & COMPRESSION_CODEC_MASK == 0 && b.base_offset() >= start && b.last_offset() < end
+}
+
+/// Pushes the records of `b` in `[start, end)` through the fast walk; false, with the columns
+/// as they were, when the walk gives up (decode the batch the general way).
+fn push_records_fast(cols: &mut KafkaColumns, b: &RecordBatch<'_>, start: i64, end: i64) -> bool {
+    let mark = cols.mark();
+    let done = uncompressed::try_for_each_record(b, |r| {
+        if r.offset >= start && r.offset < end {
+            cols.push(&r);
+        }
+    });
+    if !done {
+        cols.rollback(&mark);
+    }
+    done
 }
 
 /// Kafka's `TimestampType` id of a batch's records, as consumers (and Spark's `timestampType`
@@ -366,6 +384,67 @@ impl KafkaColumns {
         self.header_offsets.extend_from_slice(&(self.header_key.len as i32).to_le_bytes());
         self.pending_ts_type += 1;
         self.rows += 1;
+    }
+
+    /// Appends every record of `batch`, an uncompressed v2 batch, when each lies in
+    /// `[start, end)` and has a key and a value and no header, and neither the key nor the value
+    /// column has a null so far (no bitmap to extend): each column is written through a
+    /// [`super::buffer::Cursor`] and its length committed once for the batch. False, with the
+    /// columns unchanged, for any other batch (or one the fast walk gives up on).
+    fn push_plain_batch(&mut self, batch: &RecordBatch<'_>, start: i64, end: i64) -> bool {
+        if self.key.nulls > 0 || self.value.nulls > 0 {
+            return false;
+        }
+        // The count is untrusted until decoded: a record takes at least 7 bytes.
+        let size = batch.size_in_bytes();
+        let rows = (batch.records_count().max(0) as usize).min(size / 7);
+        for c in [&mut self.key.offsets, &mut self.value.offsets, &mut self.header_offsets] {
+            c.reserve(rows * 4);
+        }
+        self.offset.reserve(rows * 8);
+        self.timestamp_us.reserve(rows * 8);
+        self.key.data.reserve(size);
+        self.value.data.reserve(size);
+        let no_headers = (self.header_key.len as i32).to_le_bytes();
+        let (mut key, mut key_offsets) = (self.key.data.cursor(), self.key.offsets.cursor());
+        let (mut value, mut value_offsets) = (self.value.data.cursor(), self.value.offsets.cursor());
+        let (mut offset, mut timestamp) = (self.offset.cursor(), self.timestamp_us.cursor());
+        let mut header_offsets = self.header_offsets.cursor();
+        let (mut ok, mut n) = (true, 0usize);
+        let walked = uncompressed::try_for_each_record(batch, |r| {
+            let (true, Some(k), Some(v)) = (ok, r.key, r.value) else {
+                ok = false;
+                return;
+            };
+            ok = r.header_count() == 0
+                && r.offset >= start
+                && r.offset < end
+                && key.put(k)
+                && key_offsets.put(&(key.len() as i32).to_le_bytes())
+                && value.put(v)
+                && value_offsets.put(&(value.len() as i32).to_le_bytes())
+                && offset.put(&r.offset.to_le_bytes())
+                && timestamp.put(&r.timestamp.saturating_mul(1000).to_le_bytes())
+                && header_offsets.put(&no_headers);
+            n += 1;
+        });
+        if !(walked && ok) {
+            return false;
+        }
+        let lens = [key.len(), key_offsets.len(), value.len(), value_offsets.len()];
+        let (offset, timestamp, header_offsets) = (offset.len(), timestamp.len(), header_offsets.len());
+        self.key.data.commit(lens[0]);
+        self.key.offsets.commit(lens[1]);
+        self.value.data.commit(lens[2]);
+        self.value.offsets.commit(lens[3]);
+        self.offset.commit(offset);
+        self.timestamp_us.commit(timestamp);
+        self.header_offsets.commit(header_offsets);
+        self.key.len += n;
+        self.value.len += n;
+        self.pending_ts_type += n;
+        self.rows += n;
+        true
     }
 
     #[inline(never)]

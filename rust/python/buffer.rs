@@ -82,6 +82,39 @@ impl Pool {
     }
 }
 
+/// Appends into a [`ColumnBytes`]'s capacity without growing it, its length a local value
+/// rather than a field re-read after every copy. The column's own length is unchanged until
+/// [`ColumnBytes::commit`] takes the cursor's, so appends abandoned halfway leave no trace. A
+/// put that does not fit the capacity writes nothing and returns false.
+pub struct Cursor<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl Cursor<'_> {
+    /// Appends `bytes`; false (nothing written) when they do not fit the capacity.
+    // Always inlined: called for every column of every record.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    pub fn put(&mut self, bytes: &[u8]) -> bool {
+        let end = self.len + bytes.len();
+        match self.buf.get_mut(self.len..end) {
+            Some(out) => {
+                crate::util::copy::copy_short(out, bytes);
+                self.len = end;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The column's length with what was put so far.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
 enum Store {
     /// Zero-filled to its full length: the capacity.
     Heap(Vec<u8>),
@@ -179,6 +212,20 @@ impl ColumnBytes {
         let at = self.len;
         self.all_mut()[at..end].copy_from_slice(bytes);
         self.len = end;
+    }
+
+    /// A cursor appending into the capacity past the bytes written (see [`Cursor`]).
+    #[inline]
+    pub fn cursor(&mut self) -> Cursor<'_> {
+        let len = self.len;
+        Cursor { buf: self.all_mut(), len }
+    }
+
+    /// Takes the bytes a [`Cursor`] appended: `len` is its [`Cursor::len`] (never past the
+    /// capacity; every byte of which is initialized, zero-filled when the store was made).
+    #[inline]
+    pub fn commit(&mut self, len: usize) {
+        self.len = len.min(self.all().len());
     }
 
     /// Appends one byte.

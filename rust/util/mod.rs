@@ -1,9 +1,10 @@
-//! One-shot background tasks, durability helpers, the file I/O fault-injection seam, injectable time, who holds a lock,
+//! One-shot background tasks, short copies in line, durability helpers, the file I/O fault-injection seam, injectable time, who holds a lock,
 //! the pure half of the `log` -> Python `logging` bridge, Kafka's murmur2 partitioner, and unnamed files
 //! (`O_TMPFILE`) named later.
 
 pub mod background;
 pub mod clock;
+pub mod copy;
 pub mod fault;
 pub mod file;
 pub mod lock_holder;

@@ -224,6 +224,34 @@ def test_nulls_first_seen_past_a_megabyte_of_values(tmp_path: Path) -> None:
         assert clean.column("value").null_count == 0
 
 
+def test_plain_batches_then_other_records_equal_records(tmp_path: Path) -> None:
+    """Uncompressed batches whose records all have a key and a value and no header take the
+    plain path (each column written through a cursor, committed once a batch). Here: keys and
+    values of every length up to 300 bytes (short ones copied in line); then a batch whose 51st
+    record has a null key, so the 50 rows the plain path already wrote are undone and the batch
+    is read record by record, as the rest of the read is; a batch with headers; plain batches
+    again; a gzip batch. Whole reads, reads cut mid-batch and reads starting past the null
+    (where the plain path runs again) all equal ``records()``."""
+    rng = random.Random(5)
+    big = 1 << 20
+    with kafkalog.UnifiedLog.open(tmp_path / "plain-0") as log:
+        for _ in range(12):
+            log.append([(rng.randbytes(rng.randrange(0, 41)), rng.randbytes(rng.randrange(0, 301))) for _ in range(100)], batch_size=big)
+        late_null: list[Any] = [(b"k%d" % i, b"v%d" % i) for i in range(100)]
+        late_null[50] = (None, b"v")
+        null_batch = log.log_end_offset
+        log.append(late_null, batch_size=big)
+        log.append([Record(b"h%d" % i, b"v", headers=(("a", b"b"),) if i == 7 else ()) for i in range(20)], batch_size=big)
+        for _ in range(3):
+            log.append([(b"key", rng.randbytes(rng.randrange(100, 200))) for _ in range(50)], batch_size=big)
+        log.append([(b"z", b"gz")] * 30, compression="gzip", batch_size=big)
+        end = log.log_end_offset
+        cuts = [(None, None), (0, 1200), (1150, 1250), (37, end - 10), (null_batch + 51, None), (null_batch + 100, None)]
+        for start, stop in cuts:
+            check_table(log.to_arrow(start, stop, use_threads=False), expected_rows(log, start, stop, "read_uncommitted"))
+        assert log.to_arrow(null_batch + 100).column("key").null_count == 0
+
+
 def test_a_batch_the_fast_walk_gives_up_on_fails_as_the_general_decoder_reports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
