@@ -15,6 +15,7 @@ use super::log_to_clean::{calculate_cleanable_bytes, LogToClean};
 use super::mapped_records::{MappedRecords, TRACKED_OFFSETS_PER_SLOT};
 use super::md5_keys::hash_record_keys;
 use super::offset_map::SkimpyOffsetMap;
+use super::skip::SkipBounds;
 use super::throttler::Throttler;
 use crate::error::{Error, Result};
 use crate::index::transaction_index::AbortedTxn;
@@ -87,6 +88,8 @@ struct Round<'a> {
     legacy_delete_horizon: i64,
     last_records: &'a HashMap<i64, LastRecord>,
     aborted: &'a [AbortedTxn],
+    /// How far the rewrite may skip superseded batches unread (`None`: it reads them all).
+    skip: Option<SkipBounds>,
 }
 
 impl Cleaner {
@@ -248,6 +251,7 @@ impl Cleaner {
             legacy_delete_horizon,
             last_records: &last_records,
             aborted: &aborted,
+            skip: SkipBounds::new(&self.mapped, self.map.latest_offset(), upper_bound, &last_records),
         };
         let mut txn = CleanedTransactionMetadata::default();
         let size = |g: &Vec<Arc<LogSegment>>| g.iter().map(|s| s.size()).sum::<u64>();
@@ -494,8 +498,24 @@ impl Cleaner {
         };
         let size = source.size();
         let mut position = 0u64;
+        // The next batch's offsets are this or more (the segment's base before any is read).
+        let mut next = source.base_offset();
         while position < size {
             (round.check)()?;
+            if let Some(bounds) = &round.skip {
+                if let Some(skip) = bounds.run_at(&self.mapped, source, position, next)? {
+                    if output.deferred.take().is_some() {
+                        // The first change: what came before goes out as it was.
+                        let copied = self.bufs.copy_prefix(source, dest, position)?;
+                        stats.add_throttled(self.throttler.maybe_throttle(copied as f64));
+                    }
+                    stats.messages_read += skip.records;
+                    stats.bytes_read += skip.to - position;
+                    stats.bytes_skipped += skip.to - position;
+                    (position, next) = (skip.to, skip.next);
+                    continue;
+                }
+            }
             let n = self.bufs.read_chunk(source, position, size)?;
             stats.add_throttled(self.throttler.maybe_throttle(n as f64));
             self.bufs.kept.clear();
@@ -509,6 +529,7 @@ impl Cleaner {
             stats.bytes_written += result.bytes_retained as u64;
             let chunk_start = position;
             position += result.bytes_read as u64;
+            next = next.max(result.next_offset);
             if let Some(unwritten) = output.deferred {
                 if result.batches_verbatim == result.batches_read {
                     output.deferred = Some(unwritten + result.bytes_read as u64);

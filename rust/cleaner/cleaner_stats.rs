@@ -37,6 +37,9 @@ macro_rules! cleaner_stats_fields {
             tombstones_removed: u64,
             /// Batches copied byte for byte (nothing removed, no horizon to set).
             batches_copied_verbatim: u64,
+            /// Bytes of batches whose records were all superseded, dropped without being read
+            /// (counted in `bytes_read` too).
+            bytes_skipped: u64,
             /// Cleaned segments written (one per group).
             segments_written: u64,
             /// Segments the clean left exactly as they were, kept without being rewritten.
@@ -175,6 +178,7 @@ impl CleanerStats {
         self.tombstones_retained += o.tombstones_retained;
         self.tombstones_removed += o.tombstones_removed;
         self.batches_copied_verbatim += o.batches_copied_verbatim;
+        self.bytes_skipped += o.bytes_skipped;
         self.segments_written += o.segments_written;
         self.segments_kept += o.segments_kept;
         self.throttled_ns = self.throttled_ns.saturating_add(o.throttled_ns);
@@ -225,9 +229,9 @@ mod tests {
 
     #[test]
     fn fields_in_order() {
-        assert_eq!(CleanerStats::FIELDS.len(), 16);
+        assert_eq!(CleanerStats::FIELDS.len(), 17);
         assert_eq!(CleanerStats::FIELDS[..2], ["bytes_read", "bytes_written"]);
-        assert_eq!(CleanerStats::FIELDS[15], "throttled_ms");
+        assert_eq!(CleanerStats::FIELDS[16], "throttled_ms");
         assert_eq!(CleanerStats::default().throttled_ns, 0);
     }
 

@@ -161,6 +161,8 @@ pub struct FilterResult {
     /// when the two are equal.
     pub batches_read: u64,
     pub batches_verbatim: u64,
+    /// The offset after the last batch read, -1 if none.
+    pub next_offset: i64,
 }
 
 /// What [`CleanerFilter::filter_to`] keeps of a chunk, in log order: a batch kept byte for
@@ -364,7 +366,7 @@ impl CleanerFilter<'_> {
         scratch: &mut Vec<u8>,
         stats: &mut CleanerStats,
     ) -> Result<FilterResult> {
-        let mut result = FilterResult { max_offset: -1, ..FilterResult::default() };
+        let mut result = FilterResult { max_offset: -1, next_offset: -1, ..FilterResult::default() };
         let mut retained_flags: Vec<bool> = Vec::new();
         let mut hashes: Vec<Option<KeyHash>> = Vec::new();
         let mut digests: Vec<KeyHash> = Vec::new();
@@ -374,6 +376,7 @@ impl CleanerFilter<'_> {
                 self.check_batch_retention(&batch, scratch).map_err(|e| e.with_position_offset(position as u64))?;
             result.bytes_read += batch.size_in_bytes();
             result.batches_read += 1;
+            result.next_offset = batch.next_offset();
             if retention == BatchRetention::Delete {
                 continue;
             }

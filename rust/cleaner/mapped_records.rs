@@ -34,6 +34,9 @@ pub struct MappedRecords {
     /// Keyed records decided without a value (tombstones), marked only by the sliced
     /// decision passes ([`super::sliced`]), which decide every keyed record.
     decided: Vec<u64>,
+    /// Whether the passes met a transactional (or control) batch or a legacy one since the
+    /// last clear: the rewrite then reads every batch (see [`MappedRecords::first_not_superseded`]).
+    skips_forbidden: bool,
 }
 
 /// What pass 1 knows of a batch's offsets.
@@ -56,6 +59,38 @@ impl MappedRecords {
         self.mapped.clear();
         self.superseded.clear();
         self.decided.clear();
+        self.skips_forbidden = false;
+    }
+
+    /// A pass met a batch whose records the rewrite must see even when all are superseded: a
+    /// transactional or control batch (the transaction bookkeeping reads it) or a legacy one.
+    pub fn forbid_skips(&mut self) {
+        self.skips_forbidden = true;
+    }
+
+    /// Whether the rewrite may skip runs of superseded records unread.
+    pub fn skips_allowed(&self) -> bool {
+        !self.skips_forbidden
+    }
+
+    /// The first offset of `[from, limit)` not marked superseded (`limit` if all are; `from`
+    /// when `from` is not tracked). Every record in `[from, returned)` has a later record of its
+    /// key in the mapped range, so the rewrite drops it; an offset holding no record (a gap)
+    /// is not marked, so the run stops there.
+    pub fn first_not_superseded(&self, from: i64, limit: i64) -> i64 {
+        let Some(lo) = self.index(from) else { return from };
+        let end = usize::try_from(limit.saturating_sub(self.first)).unwrap_or(0).min(self.cap);
+        let mut i = lo;
+        while i < end {
+            let Some(word) = self.superseded.get(i / 64) else { break };
+            let free = !word >> (i % 64);
+            if free != 0 {
+                i += free.trailing_zeros() as usize;
+                break;
+            }
+            i = (i / 64 + 1) * 64;
+        }
+        self.first + i.min(end.max(lo)) as i64
     }
 
     /// The first offset tracked and how many are.
@@ -175,6 +210,49 @@ mod tests {
         m.mark_mapped(7);
         assert_eq!(m.batch_fate(5, 7), BatchFate::Mixed); // 6 was not mapped (a tombstone)
         assert_eq!(m.is_latest(1000), None);
+    }
+
+    #[test]
+    fn runs_of_superseded_offsets_end_at_the_first_other_one() {
+        let mut m = MappedRecords::default();
+        m.clear(1000, 1 << 20);
+        for o in 1000..1300 {
+            m.mark_mapped(o);
+        }
+        for o in (1000..1200).chain(1201..1290) {
+            m.mark_superseded(o);
+        }
+        assert_eq!(m.first_not_superseded(1000, 2000), 1200);
+        assert_eq!(m.first_not_superseded(1000, 1100), 1100);
+        assert_eq!(m.first_not_superseded(1063, 1064), 1064);
+        assert_eq!(m.first_not_superseded(1064, 1200), 1200);
+        assert_eq!(m.first_not_superseded(1200, 2000), 1200);
+        assert_eq!(m.first_not_superseded(1201, 2000), 1290);
+        assert_eq!(m.first_not_superseded(1201, 1201), 1201);
+        assert_eq!(m.first_not_superseded(1290, 1250), 1290);
+        // Below the range, or past the words marked: nothing is known.
+        assert_eq!(m.first_not_superseded(999, 2000), 999);
+        assert_eq!(m.first_not_superseded(5000, 9000), 5000);
+        // A run ending exactly at a word's end, and one running to the words' end.
+        m.clear(0, 1 << 20);
+        for o in 0..192 {
+            m.mark_mapped(o);
+            m.mark_superseded(o);
+        }
+        assert_eq!(m.first_not_superseded(0, 1000), 192);
+        assert_eq!(m.first_not_superseded(10, 128), 128);
+        assert!(m.skips_allowed());
+        m.forbid_skips();
+        assert!(!m.skips_allowed());
+        m.clear(0, 1 << 20);
+        assert!(m.skips_allowed());
+        // The cap bounds a run.
+        m.clear(0, 100);
+        for o in 0..100 {
+            m.mark_mapped(o);
+            m.mark_superseded(o);
+        }
+        assert_eq!(m.first_not_superseded(0, 1000), 100);
     }
 
     #[test]

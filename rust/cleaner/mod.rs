@@ -4,6 +4,7 @@
 //! - [`md5_keys`]: the MD5 of many keys at once, through [`md5x16_avx512`], [`md5x16_avx2`] or [`md5x8`], whose
 //!   shared constants and padding are in [`md5_block`];
 //! - [`mapped_records`]: which records pass 1 put and saw superseded, so pass 2 skips them;
+//!   `skip`: runs of superseded batches pass 2 drops without reading them;
 //! - [`cleaner`]: cleaning one log (pass 1 builds the map over the dirty section, pass 2
 //!   recopies every segment below the map's end into `.cleaned` segments and swaps them in);
 //! - [`compact`]: a log's whole cleanable range, pass after pass (`compact_log`);
@@ -47,6 +48,7 @@ pub mod md5x16_avx512;
 pub mod md5x8;
 pub mod offset_map;
 mod segment_scan;
+mod skip;
 pub mod sliced;
 pub mod throttler;
 

@@ -286,26 +286,51 @@ impl SkimpyOffsetMap {
         let encoded = self.encode_offset(offset)?;
         self.lookups += 1;
         self.latest_offset = offset;
+        self.probes += 1;
+        // The common cases first, with fixed-size copies: the home slot is empty, or holds
+        // this key.
+        let index = self.home(hash);
+        let home = self.slot(index);
+        if is_empty(home) || home[..HASH_SIZE] == hash[..] {
+            let old = (!is_empty(home)).then(|| self.decode_offset(home));
+            let stride = self.stride;
+            let slot = self.slot_mut(index);
+            slot[..HASH_SIZE].copy_from_slice(hash);
+            if stride == BYTES_PER_ENTRY {
+                slot[HASH_SIZE..BYTES_PER_ENTRY].copy_from_slice(&encoded);
+            } else {
+                slot[HASH_SIZE..HASH_SIZE + 4].copy_from_slice(&encoded[..4]);
+            }
+            if old.is_none() {
+                self.entries += 1;
+            }
+            return Ok(old);
+        }
+        Ok(self.put_probing(hash, encoded, index))
+    }
+
+    /// The rest of [`SkimpyOffsetMap::put_hash`] when the home slot `index` holds another
+    /// key: Robin Hood probing from there.
+    #[inline(never)]
+    fn put_probing(&mut self, hash: &KeyHash, encoded: [u8; 8], mut index: usize) -> Option<i64> {
         let stride = self.stride;
         let mut carried = [0u8; BYTES_PER_ENTRY];
         carried[..HASH_SIZE].copy_from_slice(hash);
         carried[HASH_SIZE..stride].copy_from_slice(&encoded[..stride - HASH_SIZE]);
-        let mut index = self.home(hash);
         let mut distance = 0usize;
         let mut displaced = false;
         loop {
-            self.probes += 1;
             let slot = self.slot(index);
-            if slot.iter().all(|&b| b == 0) {
+            if is_empty(slot) {
                 self.slot_mut(index).copy_from_slice(&carried[..stride]);
                 self.entries += 1;
-                return Ok(None);
+                return None;
             }
             // Only the key being put can already be here: a displaced entry is unique.
             if !displaced && slot[..HASH_SIZE] == carried[..HASH_SIZE] {
                 let old = self.decode_offset(slot);
                 self.slot_mut(index)[HASH_SIZE..].copy_from_slice(&encoded[..stride - HASH_SIZE]);
-                return Ok(Some(old));
+                return Some(old);
             }
             let theirs = self.distance(index);
             if theirs < distance {
@@ -322,6 +347,7 @@ impl SkimpyOffsetMap {
             }
             index = if index + 1 == self.table_slots { 0 } else { index + 1 };
             distance += 1;
+            self.probes += 1;
         }
     }
 
@@ -349,9 +375,14 @@ impl SkimpyOffsetMap {
         let slot = &self.bytes[pos..pos + self.stride];
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `_mm_prefetch` is only a hint: it never faults and reads nothing into the
-        // program; the pointer is into the live mapping (bounds-checked just above).
+        // program; the pointers are into the live mapping (bounds-checked just above).
         unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(slot.as_ptr().cast());
+            use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(slot.as_ptr().cast());
+            // A slot may run into the next cache line (one in three of the 20-byte ones).
+            if pos / 64 != (pos + self.stride - 1) / 64 {
+                _mm_prefetch::<_MM_HINT_T0>(slot[self.stride - 1..].as_ptr().cast());
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = slot;
@@ -491,6 +522,14 @@ impl SkimpyOffsetMap {
             index + self.table_slots - home
         }
     }
+}
+
+/// Whether a slot is empty (all zero; no stored entry is). Word-wide, where a byte loop would
+/// wait on each byte of a slot just loaded from memory.
+#[inline]
+fn is_empty(slot: &[u8]) -> bool {
+    let (hash, offset) = slot.split_at(HASH_SIZE);
+    u128::from_ne_bytes(hash.try_into().expect("16 bytes")) == 0 && offset.iter().fold(0, |a, &b| a | b) == 0
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use super::cleaner_stats::CleanerStats;
 use super::md5_keys::md5_keys;
 use super::offset_map::KeyHash;
 use crate::error::Result;
+use crate::record::batch::MAGIC_V2;
 use crate::record::default_record::Record;
 use crate::record::records::{AnyBatch, BatchIter};
 use crate::segment::log_segment::LogSegment;
@@ -43,6 +44,9 @@ impl Cleaner {
                 let mut ctx = ScanCtx { cleaner: self, records_read: 0 };
                 for item in iter.by_ref() {
                     let visited = item.and_then(|(at, batch)| {
+                        if batch.is_transactional() || batch.is_control() || batch.magic() < MAGIC_V2 {
+                            ctx.cleaner.mapped.forbid_skips();
+                        }
                         visit(&mut ctx, &batch, &mut scratch).map_err(|e| e.with_position_offset(at as u64))
                     });
                     match visited {

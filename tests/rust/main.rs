@@ -20,6 +20,7 @@
 //! - `log_cleaner_manager`: the cleaner's partition states and checkpoints (Kafka's
 //!   `LogCleanerManagerTest`);
 //! - `cleaner_pass_two`: pass 2 using what pass 1 learned (whole batches kept or dropped undecoded);
+//! - `cleaner_skip`: pass 2 skipping runs of superseded batches unread, against a rewrite reading them;
 //! - `cleaner_sliced`: the hash-sliced decision mode against Kafka's rounds run to convergence;
 //! - `cleaner_threads`: the cleaner threads and the `LogManager`'s use of them (the cleaner
 //!   cases of `LogManagerTest`, dead threads, reconfiguration, status, on-demand compaction);
@@ -31,6 +32,7 @@ mod active_index;
 mod arguments;
 mod clean_close;
 mod cleaner_pass_two;
+mod cleaner_skip;
 mod cleaner_sliced;
 mod cleaner_threads;
 mod common;
