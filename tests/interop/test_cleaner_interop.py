@@ -660,6 +660,46 @@ def test_kafkalog_compaction_keeps_producer_last_batches_like_kafka(tmp_path, ka
     compare_passes(kafka.runs[0], result, "idempotent producers", exact=not cmp.recompressed)
 
 
+def test_kafkalog_skips_superseded_runs_where_kafka_reads_them(tmp_path, kafka_jars: KafkaJars):
+    """Every key written in rounds (as periodic snapshots of a table are): whole runs of batches
+    hold only superseded records. kafkalog's rewrite drops them unread (``bytes_skipped``),
+    Kafka's reads and drops them; the dirs and the counters come out the same. Round 1 holds an
+    idempotent producer's only batch (kept empty by both), round 2 tombstones that round 3
+    supersedes. Segments of 1 MiB, so that runs longer than a skip's 64 KiB fit in one."""
+    rng = random.Random(91)
+    now = int(time.time() * 1000)  # Kafka expires idle producers by the wall clock
+    config = {**TOPIC_CONFIG, "internal.segment.bytes": str(1 << 20)}
+    source = tmp_path / "source" / "rounds-0"
+    keys = [f"r-key-{i:04d}".encode() for i in range(1500)]
+    with kafkalog.UnifiedLog.open(source, config) as log:
+        w = Writer(log, rng, keys, now - 3_600_000)
+        for round_ in range(3):
+            order = rng.sample(keys, len(keys))
+            for chunk in range(0, len(order), 50):
+                recs = [
+                    w.record(key=k, value=None if round_ == 1 and rng.random() < 0.05 else _no_newline(rng.randbytes(150)))
+                    for k in order[chunk : chunk + 50]
+                ]
+                producer = {"producer_id": 6001, "producer_epoch": 0, "base_sequence": 0} if (round_, chunk) == (0, 500) else {}
+                w.follower(recs, "none", **producer)
+        log.roll()
+        w.follower([w.record(key=keys[0])], "none")
+    k_dir = copy_partition(source, tmp_path / "kafka" / "rounds-0")
+    l_dir = copy_partition(source, tmp_path / "kafkalog" / "rounds-0")
+    kafka = run_kafka_cleaner(
+        kafka_jars, "--dir", str(k_dir), "--now-ms", str(now), "--map-bytes", str(BIG_MAP),
+        "--io-buffer-bytes", str(KAFKA_IO_BUFFER), "--rebuild-producer-state", "true", "--read", "true", config=config,
+    )  # fmt: skip
+    assert [b for b in kafka.batches if b[5] == 0], "test set-up: Kafka should keep producer 6001's batch empty"
+    with kafkalog.UnifiedLog.open(l_dir, config) as log:
+        result = log.compact_now(dedupe_buffer_size=BIG_MAP, io_buffer_size=KAFKALOG_IO_BUFFER, time_ms=now)
+    assert result.stats.bytes_skipped > 256 << 10, result.stats
+    assert partition_rows(l_dir) == kafka.records
+    cmp = compare_dirs(k_dir, l_dir, "superseded runs")
+    assert cmp.identical_segments == cmp.segments and not cmp.recompressed, cmp
+    compare_passes(kafka.runs[0], result, "superseded runs", exact=True)
+
+
 @pytest.mark.parametrize("case", ["min-compaction-lag", "first-dirty-mid-segment"])
 def test_kafkalog_cleanable_range_matches_kafka(tmp_path, kafka_jars: KafkaJars, case: str):
     """The cleanable range: min.compaction.lag.ms stops it at the first segment whose largest
