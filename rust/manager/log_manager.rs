@@ -20,7 +20,6 @@ use super::loading::{load_log_dirs, DirLoadSummary, LoadContext, LoadedDir, Prog
 use super::log_dir::LogDir;
 use super::scheduler::{SchedulerThread, Tasks};
 use super::startup::{check_meta_properties, create_and_validate_log_dirs, lock_log_dirs};
-use crate::checkpoint::checkpoint_file::{read_checkpoint_or_empty, write_checkpoint};
 use crate::checkpoint::log_dir_files::write_clean_shutdown;
 use crate::checkpoint::partition_metadata::TopicId;
 use crate::cleaner::log_cleaner::LogCleaner;
@@ -28,15 +27,15 @@ use crate::config::LogConfig;
 use crate::config::LogManagerConfig;
 use crate::error::{Error, Result};
 use crate::file_names::{
-    log_delete_dir_name, validate_partition_dir_name, validate_topic_name, TopicPartition,
-    CLEANER_OFFSET_CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE, LOCK_FILE, LOG_START_OFFSET_CHECKPOINT_FILE,
-    RECOVERY_POINT_CHECKPOINT_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE,
+    log_delete_dir_name, validate_partition_dir_name, validate_topic_name, TopicPartition, CLEAN_SHUTDOWN_FILE,
+    LOCK_FILE,
 };
 use crate::log::log_dir_failure_channel::LogDirFailureChannel;
 use crate::log::unified_log::{LogOpenOptions, RetentionOptions, RetentionResult, UnifiedLog};
 use crate::util::background::BackgroundScheduler;
 use crate::util::clock::{system_clock, SharedClock};
-use crate::util::progress::{Progress, ProgressSink};
+use crate::util::progress::ProgressSink;
+use dir_checkpoints::{write_checkpoints, ALL_CHECKPOINTS};
 
 /// A partition and its log.
 type LogEntry = (TopicPartition, Arc<UnifiedLog>);
@@ -51,6 +50,10 @@ const PRODUCER_EXPIRATION_TASK: &str = "PeriodicProducerExpirationCheck";
 
 #[path = "cleaning.rs"]
 pub mod cleaning;
+#[path = "dir_checkpoints.rs"]
+mod dir_checkpoints;
+#[path = "scheduled_tasks.rs"]
+mod scheduled_tasks;
 
 /// How to open a `LogManager`.
 #[derive(Clone)]
@@ -623,29 +626,6 @@ fn close_dir_logs(dir: &Path, logs: &[LogEntry], threads: usize) -> bool {
     ok.load(std::sync::atomic::Ordering::Acquire)
 }
 
-/// An offset checkpoint file the manager writes, and what it holds for a log (`None`: no line).
-type Checkpoint = (&'static str, fn(&UnifiedLog) -> Option<i64>);
-
-const RECOVERY_POINTS: Checkpoint = (RECOVERY_POINT_CHECKPOINT_FILE, |log| Some(log.recovery_point()));
-const LOG_STARTS: Checkpoint = (LOG_START_OFFSET_CHECKPOINT_FILE, log_start_entry);
-const HIGH_WATERMARKS: Checkpoint = (REPLICATION_OFFSET_CHECKPOINT_FILE, |log| Some(log.high_watermark()));
-const ALL_CHECKPOINTS: [Checkpoint; 3] = [RECOVERY_POINTS, LOG_STARTS, HIGH_WATERMARKS];
-
-/// Kafka checkpoints a log start offset only when it lies past the first segment's base.
-fn log_start_entry(log: &UnifiedLog) -> Option<i64> {
-    let first_base = log.segments().first().map_or(0, |s| s.base_offset());
-    (log.log_start_offset() > first_base).then_some(log.log_start_offset())
-}
-
-/// Writes each of `which` for the logs of `dir`, stopping at the first failure.
-fn write_checkpoints(dir: &Path, logs: &[LogEntry], which: &[Checkpoint]) -> Result<()> {
-    for (name, value) in which {
-        let entries: Vec<_> = logs.iter().filter_map(|(tp, l)| value(l).map(|o| (tp.clone(), o))).collect();
-        write_checkpoint(dir, name, &entries)?;
-    }
-    Ok(())
-}
-
 fn insert_unique(map: &mut BTreeMap<TopicPartition, Arc<UnifiedLog>>, log: Arc<UnifiedLog>, kind: &str) -> Result<()> {
     let tp = log.topic_partition().clone();
     if let Some(previous) = map.get(&tp) {
@@ -787,154 +767,6 @@ impl Inner {
         }
         drop(state);
         self.cleaner_dirs_failed(&failed_dirs);
-    }
-
-    fn tick(&self) -> i64 {
-        // Without the scheduler thread, the flushes after rolls run here (before the
-        // checkpoints, which then see their recovery points).
-        if self.flush_scheduler.is_manual() {
-            self.flush_scheduler.run_pending();
-        }
-        self.process_failures();
-        if self.state.read().closed {
-            return i64::MAX;
-        }
-        let now = self.clock.milliseconds();
-        let due = self.tasks.lock().take_due(now);
-        for task in due {
-            match task {
-                RETENTION_TASK => {
-                    self.cleanup_logs(RetentionOptions::default(), None);
-                }
-                FLUSH_TASK => self.flush_dirty_logs(),
-                RECOVERY_POINT_TASK | LOG_START_TASK => {
-                    let dirs: Vec<PathBuf> =
-                        self.state.read().dirs.iter().filter(|d| d.online).map(|d| d.path.clone()).collect();
-                    let which = if task == RECOVERY_POINT_TASK { RECOVERY_POINTS } else { LOG_STARTS };
-                    for dir in dirs {
-                        self.checkpoint_files(&dir, &[which]);
-                    }
-                }
-                DELETE_LOGS_TASK => self.delete_logs(now),
-                PRODUCER_EXPIRATION_TASK => {
-                    for log in self.all_logs() {
-                        log.remove_expired_producers(now);
-                    }
-                }
-                _ => {}
-            }
-        }
-        for log in self.all_logs() {
-            if let Err(e) = log.delete_due_files() {
-                log::warn!("deleting old segment files of {} failed: {e}", log.dir().display());
-            }
-        }
-        self.cleaner_health_check();
-        self.process_failures();
-        self.tasks.lock().until_next(self.clock.milliseconds())
-    }
-
-    /// Kafka's `cleanupLogs`: retention on every log whose policy does not include `compact`
-    /// (with a cleaner, only the idle ones, paused meanwhile; compacted logs get retention from
-    /// the cleaner threads).
-    fn cleanup_logs(
-        &self,
-        options: RetentionOptions,
-        progress: Option<&ProgressSink>,
-    ) -> Vec<(TopicPartition, RetentionResult)> {
-        let logs = self.logs_for_retention();
-        let mut out = Vec::new();
-        let report = |done: usize| {
-            if let Some(sink) = progress {
-                let total = logs.len() as u64;
-                sink.report(&Progress { phase: "retention", done: done as u64, total, unit: "logs", round: 1 });
-            }
-        };
-        report(0);
-        for (i, (tp, log)) in logs.iter().enumerate() {
-            if progress.is_some_and(ProgressSink::is_cancelled) {
-                break;
-            }
-            match log.delete_old_segments_with(options) {
-                Ok(result) => {
-                    for w in &result.warnings {
-                        log::warn!("{w}");
-                    }
-                    out.push((tp.clone(), result));
-                }
-                Err(e) => log::error!("retention of {tp} failed: {e}"),
-            }
-            report(i + 1);
-        }
-        self.retention_done(&logs);
-        out
-    }
-
-    /// Kafka's `flushDirtyLogs`: flushes every log whose last flush is older than `flush.ms`.
-    fn flush_dirty_logs(&self) {
-        let now = self.clock.milliseconds();
-        for log in self.all_logs() {
-            if now - log.last_flush_time() >= log.config().flush_ms {
-                if let Err(e) = log.flush() {
-                    log::error!("flush of {} failed: {e}", log.dir().display());
-                }
-            }
-        }
-    }
-
-    /// Kafka's `deleteLogs`: removes the `-delete` directories whose delay has passed.
-    fn delete_logs(&self, now: i64) {
-        let due: Vec<PathBuf> = {
-            let mut state = self.state.write();
-            let (due, keep): (Vec<_>, Vec<_>) = state.to_delete.drain(..).partition(|(_, t)| *t <= now);
-            state.to_delete = keep;
-            due.into_iter().map(|(p, _)| p).collect()
-        };
-        for path in due {
-            match std::fs::remove_dir_all(&path) {
-                Ok(()) => log::info!("deleted log directory {}", path.display()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    let parent = path.parent().map(Path::to_path_buf).unwrap_or_default();
-                    self.failure_channel
-                        .maybe_add_offline_log_dir(&parent, &format!("deleting {} failed: {e}", path.display()));
-                }
-            }
-        }
-    }
-
-    /// Writes every checkpoint of `dir`.
-    fn checkpoint_dir(&self, dir: &Path) {
-        self.checkpoint_files(dir, &ALL_CHECKPOINTS);
-    }
-
-    /// Drops `tp` from the dir's `cleaner-offset-checkpoint`, if the file lists it (Kafka's
-    /// cleaner forgets a deleted partition).
-    fn forget_cleaner_checkpoint(&self, dir: &Path, tp: &TopicPartition) {
-        let mut entries = read_checkpoint_or_empty(dir, CLEANER_OFFSET_CHECKPOINT_FILE);
-        if entries.remove(tp).is_some() {
-            let entries: Vec<_> = entries.into_iter().collect();
-            if let Err(e) = write_checkpoint(dir, CLEANER_OFFSET_CHECKPOINT_FILE, &entries) {
-                self.failure_channel.maybe_add_offline_log_dir(dir, &e.to_string());
-            }
-        }
-    }
-
-    /// Writes `which` for an online `dir`; a failure takes the dir offline.
-    fn checkpoint_files(&self, dir: &Path, which: &[Checkpoint]) {
-        if self.failure_channel.has_offline_log_dir(dir) {
-            return;
-        }
-        let logs = {
-            let state = self.state.read();
-            if !state.dirs.iter().any(|d| d.path == dir && d.online) {
-                return;
-            }
-            state.logs_in(dir)
-        };
-        if let Err(e) = write_checkpoints(dir, &logs, which) {
-            self.failure_channel.maybe_add_offline_log_dir(dir, &e.to_string());
-        }
     }
 }
 
