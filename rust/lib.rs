@@ -43,7 +43,7 @@
 //! - `cleaner/offset_map.rs`: the cache prefetch hint of the cleaner's offset map;
 //! - `cleaner/md5x16_avx512.rs`: the AVX-512 MD5 kernel, run only through a token made by the
 //!   run-time CPU check;
-//! - `cleaner/md5x16_avx2.rs`: the AVX2 MD5 kernel, likewise;
+//! - `cleaner/md5x24_avx2.rs`: the AVX2 MD5 kernel, likewise;
 //! - `python/buffer.rs`: the read-only buffer protocol that hands Arrow column bytes to Python
 //!   without a copy;
 //! - `python/arrow_c.rs`: Arrow's C data interface structs, moved out of their PyCapsules and

@@ -2,7 +2,8 @@
 //! must look the key up), and MD5 would dominate its time: keys of at most 55 bytes fit one
 //! 64-byte MD5 block, so several of them go through the compression function side by side, one
 //! key per 32-bit lane: sixteen with AVX-512 ([`super::md5x16_avx512`], chosen at run time),
-//! else eight with the portable code ([`super::md5x8`]). Longer keys go one by one through the
+//! else twenty-four with AVX2 ([`super::md5x24_avx2`], likewise), else eight with the portable
+//! code ([`super::md5x8`]). Longer keys go one by one through the
 //! `md-5` crate. The digests are exactly MD5's.
 //!
 //! Thread-safety: pure functions.
@@ -13,8 +14,8 @@ use super::offset_map::KeyHash;
 
 /// Hashes every key of `keys` (any lengths) into `out`: sixteen short keys at a time with
 /// AVX-512 when the CPU has it (checked at run time: the crate is built for baseline x86-64,
-/// whose SSE2 has neither vector rotates nor three-input logic), else eight at a time with the
-/// portable code; longer keys one by one with the `md-5` crate.
+/// whose SSE2 has neither vector rotates nor three-input logic), else twenty-four with AVX2,
+/// else eight at a time with the portable code; longer keys one by one with the `md-5` crate.
 pub fn md5_keys(keys: &[&[u8]], out: &mut Vec<KeyHash>) {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx512) = super::md5x16_avx512::Avx512::detect() {
@@ -22,8 +23,8 @@ pub fn md5_keys(keys: &[&[u8]], out: &mut Vec<KeyHash>) {
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some(avx2) = super::md5x16_avx2::Avx2::detect() {
-        md5_keys_by::<{ super::md5x16_avx2::LANES }>(keys, out, |k, o| avx2.md5_short_keys(k, o));
+    if let Some(avx2) = super::md5x24_avx2::Avx2::detect() {
+        md5_keys_by::<{ super::md5x24_avx2::LANES }>(keys, out, |k, o| avx2.md5_short_keys(k, o));
         return;
     }
     md5_keys_by::<{ md5x8::LANES }>(keys, out, md5x8::md5_short_keys);
@@ -61,8 +62,8 @@ fn md5_keys_by<const N: usize>(keys: &[&[u8]], out: &mut Vec<KeyHash>, hash: imp
     }
 }
 
-/// For each record: the MD5 of its key if `wanted` says so (else `None`), computed sixteen or
-/// eight at a time. `keys` and `digests` are scratch space kept by the caller.
+/// For each record: the MD5 of its key if `wanted` says so (else `None`), computed many at a
+/// time. `keys` and `digests` are scratch space kept by the caller.
 pub fn hash_record_keys<'r>(
     records: &[crate::record::default_record::Record<'r>],
     wanted: impl Fn(&crate::record::default_record::Record<'r>) -> bool,
@@ -99,8 +100,8 @@ mod tests {
             assert_eq!(*h, hash_key(k), "key of {} bytes", k.len());
         }
         #[cfg(target_arch = "x86_64")]
-        if let Some(avx2) = crate::cleaner::md5x16_avx2::Avx2::detect() {
-            md5_keys_by::<{ crate::cleaner::md5x16_avx2::LANES }>(&keys, &mut out, |k, o| avx2.md5_short_keys(k, o));
+        if let Some(avx2) = crate::cleaner::md5x24_avx2::Avx2::detect() {
+            md5_keys_by::<{ crate::cleaner::md5x24_avx2::LANES }>(&keys, &mut out, |k, o| avx2.md5_short_keys(k, o));
             for (k, h) in keys.iter().zip(&out) {
                 assert_eq!(*h, hash_key(k), "AVX2 code, key of {} bytes", k.len());
             }

@@ -1,7 +1,7 @@
 //! Log compaction (`cleanup.policy=compact`), mirroring Kafka's `LogCleaner`,
 //! `LogCleanerManager`, `Cleaner` and `SkimpyOffsetMap`:
 //! - [`offset_map`]: the key-hash -> offset map built in pass 1;
-//! - [`md5_keys`]: the MD5 of many keys at once, through [`md5x16_avx512`], [`md5x16_avx2`] or [`md5x8`], whose
+//! - [`md5_keys`]: the MD5 of many keys at once, through [`md5x16_avx512`], [`md5x24_avx2`] or [`md5x8`], whose
 //!   shared constants and padding are in [`md5_block`];
 //! - [`mapped_records`]: which records pass 1 put and saw superseded, so pass 2 skips them;
 //!   `skip`: runs of superseded batches pass 2 drops without reading them;
@@ -42,9 +42,9 @@ pub mod mapped_records;
 pub mod md5_block;
 pub mod md5_keys;
 #[cfg(target_arch = "x86_64")]
-pub mod md5x16_avx2;
-#[cfg(target_arch = "x86_64")]
 pub mod md5x16_avx512;
+#[cfg(target_arch = "x86_64")]
+pub mod md5x24_avx2;
 pub mod md5x8;
 pub mod offset_map;
 mod segment_scan;

@@ -104,7 +104,7 @@ pub(super) struct KeyDigest {
 
 impl ScanCtx<'_> {
     /// The keyed records of `batch` whose offsets `wanted` selects, with their digests (hashed
-    /// sixteen or eight at a time), in a vector the caller hands back with
+    /// many at a time), in a vector the caller hands back with
     /// [`ScanCtx::give_back`]. Every record is decoded (and checked) as pass 1 decodes it, but
     /// nothing is allocated per batch.
     pub(super) fn key_digests(
