@@ -2,8 +2,8 @@
 //! registers, whose three chains of dependent steps are interleaved so that each fills the
 //! others' latency (two chains left the CPU waiting on each step's latency; four need more than
 //! AVX2's sixteen registers and spill: 2 M keys of 16 bytes took 48 ms with two, 34.5 ms with
-//! three, 41 ms with four). The 64 steps are unrolled with immediate shifts (AVX2 has no vector rotate), and
-//! each round's boolean function is written in its three-operation form. Used on CPUs with AVX2
+//! three, 41 ms with four). The 64 steps are unrolled with immediate shifts (AVX2 has no vector
+//! rotate), and each round's boolean function is written in its three-operation form. Used on CPUs with AVX2
 //! but no AVX-512 ([`super::md5x16_avx512`]); the portable [`super::md5x8`] is the fallback
 //! on others (the compiler keeps that one scalar: the crate is built for baseline x86-64). All
 //! three give exactly MD5's digests (tests compare them with the `md-5` crate).
@@ -133,8 +133,8 @@ unsafe fn md5_block_avx2(words: &[[u32; LANES]; 16]) -> [[u32; LANES]; 4] {
     four!(a, b, c, d, m, I, 60 4, 61 11, 62 2, 63 9);
     let mut out = [[0u32; LANES]; 4];
     for (o, (v, init)) in out.iter_mut().zip([a, b, c, d].into_iter().zip(INIT)) {
-        for (h, half) in v.into_iter().enumerate() {
-            let sum = _mm256_add_epi32(half, _mm256_set1_epi32(init as i32));
+        for (h, part) in v.into_iter().enumerate() {
+            let sum = _mm256_add_epi32(part, _mm256_set1_epi32(init as i32));
             // SAFETY: `o[8 * h..]` holds eight `u32`s, exactly the 32 bytes the unaligned store
             // writes, and is borrowed mutably; the caller guarantees AVX2.
             unsafe { _mm256_storeu_si256(o[8 * h..].as_mut_ptr().cast(), sum) };
