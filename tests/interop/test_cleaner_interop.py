@@ -676,10 +676,10 @@ def test_kafkalog_skips_superseded_runs_where_kafka_reads_them(tmp_path, kafka_j
         for round_ in range(3):
             order = rng.sample(keys, len(keys))
             for chunk in range(0, len(order), 50):
-                recs = [
-                    w.record(key=k, value=None if round_ == 1 and rng.random() < 0.05 else _no_newline(rng.randbytes(150)))
-                    for k in order[chunk : chunk + 50]
-                ]
+                recs = []
+                for k in order[chunk : chunk + 50]:
+                    tombstone = round_ == 1 and rng.random() < 0.05
+                    recs.append(w.record(key=k, value=None if tombstone else _no_newline(rng.randbytes(150))))
                 producer = {"producer_id": 6001, "producer_epoch": 0, "base_sequence": 0} if (round_, chunk) == (0, 500) else {}
                 w.follower(recs, "none", **producer)
         log.roll()
