@@ -15,7 +15,7 @@ use super::log_to_clean::{calculate_cleanable_bytes, LogToClean};
 use super::mapped_records::{MappedRecords, TRACKED_OFFSETS_PER_SLOT};
 use super::md5_keys::hash_record_keys;
 use super::offset_map::SkimpyOffsetMap;
-use super::skip::SkipBounds;
+use super::skip::{Run, SkipBounds};
 use super::throttler::Throttler;
 use crate::error::{Error, Result};
 use crate::index::transaction_index::AbortedTxn;
@@ -500,20 +500,25 @@ impl Cleaner {
         let mut position = 0u64;
         // The next batch's offsets are this or more (the segment's base before any is read).
         let mut next = source.base_offset();
+        let mut skips = round.skip.as_ref();
         while position < size {
             (round.check)()?;
-            if let Some(bounds) = &round.skip {
-                if let Some(skip) = bounds.run_at(&self.mapped, source, position, next)? {
-                    if output.deferred.take().is_some() {
-                        // The first change: what came before goes out as it was.
-                        let copied = self.bufs.copy_prefix(source, dest, position)?;
-                        stats.add_throttled(self.throttler.maybe_throttle(copied as f64));
+            if let Some(bounds) = skips {
+                match bounds.run_at(&self.mapped, source, position, next)? {
+                    Run::Skip(skip) => {
+                        if output.deferred.take().is_some() {
+                            // The first change: what came before goes out as it was.
+                            let copied = self.bufs.copy_prefix(source, dest, position)?;
+                            stats.add_throttled(self.throttler.maybe_throttle(copied as f64));
+                        }
+                        stats.messages_read += skip.records;
+                        stats.bytes_read += skip.to - position;
+                        stats.bytes_skipped += skip.to - position;
+                        (position, next) = (skip.to, skip.next);
+                        continue;
                     }
-                    stats.messages_read += skip.records;
-                    stats.bytes_read += skip.to - position;
-                    stats.bytes_skipped += skip.to - position;
-                    (position, next) = (skip.to, skip.next);
-                    continue;
+                    Run::Distrusted => skips = None,
+                    Run::None => {}
                 }
             }
             let n = self.bufs.read_chunk(source, position, size)?;

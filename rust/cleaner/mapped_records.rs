@@ -34,8 +34,9 @@ pub struct MappedRecords {
     /// Keyed records decided without a value (tombstones), marked only by the sliced
     /// decision passes ([`super::sliced`]), which decide every keyed record.
     decided: Vec<u64>,
-    /// Whether the passes met a transactional (or control) batch or a legacy one since the
-    /// last clear: the rewrite then reads every batch (see [`MappedRecords::first_not_superseded`]).
+    /// Whether the passes met a transactional (or control) batch, a legacy one, or offsets
+    /// that do not grow along a segment, since the last clear: the rewrite then reads every
+    /// batch (see `skip.rs`).
     skips_forbidden: bool,
 }
 
@@ -63,7 +64,9 @@ impl MappedRecords {
     }
 
     /// A pass met a batch whose records the rewrite must see even when all are superseded: a
-    /// transactional or control batch (the transaction bookkeeping reads it) or a legacy one.
+    /// transactional or control batch (the transaction bookkeeping reads it), a legacy one, or
+    /// one starting below the offsets before it (a damaged log, where runs of marks say nothing
+    /// of the batches between two positions).
     pub fn forbid_skips(&mut self) {
         self.skips_forbidden = true;
     }

@@ -11,7 +11,6 @@ use super::cleaner_stats::CleanerStats;
 use super::md5_keys::md5_keys;
 use super::offset_map::KeyHash;
 use crate::error::Result;
-use crate::record::batch::MAGIC_V2;
 use crate::record::default_record::Record;
 use crate::record::records::{AnyBatch, BatchIter};
 use crate::segment::log_segment::LogSegment;
@@ -31,6 +30,8 @@ impl Cleaner {
         let size = segment.size();
         let path = segment.path();
         let max_message_bytes = self.max_message_bytes;
+        // Where the next batch's offsets start in a log whose offsets only grow.
+        let mut next_offset = segment.base_offset();
         while position < size {
             check()?;
             let n = self.bufs.read_chunk(segment, position, size)?;
@@ -44,9 +45,16 @@ impl Cleaner {
                 let mut ctx = ScanCtx { cleaner: self, records_read: 0 };
                 for item in iter.by_ref() {
                     let visited = item.and_then(|(at, batch)| {
-                        if batch.is_transactional() || batch.is_control() || batch.magic() < MAGIC_V2 {
+                        // The rewrite may skip superseded batches unread only in a range of plain
+                        // v2 batches whose offsets grow along the log (see `skip.rs`).
+                        let out_of_order = match &batch {
+                            AnyBatch::V2(b) => b.base_offset() < next_offset,
+                            AnyBatch::Legacy(_) => true,
+                        };
+                        if out_of_order || batch.is_transactional() || batch.is_control() {
                             ctx.cleaner.mapped.forbid_skips();
                         }
+                        next_offset = next_offset.max(batch.next_offset());
                         visit(&mut ctx, &batch, &mut scratch).map_err(|e| e.with_position_offset(at as u64))
                     });
                     match visited {

@@ -6,14 +6,15 @@
 //! the marks say that every offset from the rewrite's position up to some offset `q` is
 //! superseded, the source segment's offset index gives the last indexed batch at or below
 //! `q` (its entries are a batch's last offset and position): every batch before it holds only
-//! offsets of `[next, q)`, so the rewrite jumps there, after checking that the batch's header
-//! is the one the entry names. The skipped records count as read.
+//! offsets of `[next, q)`, so the rewrite jumps there, after checking the batch's header
+//! against the entry (an entry it cannot trust makes it read the rest of that segment). The
+//! skipped records count as read; their bytes are not read, so not throttled either.
 //!
 //! Skips are bounded so that every batch Kafka's rules keep, or read for their side effects,
-//! is still read: none in a range holding transactional, control or legacy batches
-//! ([`MappedRecords::forbid_skips`]); none past an active producer's last data batch or the
-//! batch ending at the cleaning bound (both kept as empty batches); none past the map's latest
-//! offset (beyond which records are kept).
+//! is still read: none in a range holding transactional, control or legacy batches, or
+//! offsets that do not grow along a segment ([`MappedRecords::forbid_skips`]); none past an
+//! active producer's last data batch or the batch ending at the cleaning bound (both kept as
+//! empty batches); none past the map's latest offset (beyond which records are kept).
 //!
 //! Thread-safety: plain data of the one cleaning thread.
 
@@ -72,41 +73,66 @@ pub(super) struct Skip {
     pub(super) records: u64,
 }
 
+/// What [`SkipBounds::run_at`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Run {
+    /// Skip to the batch named.
+    Skip(Skip),
+    /// Nothing worth skipping here: read on.
+    None,
+    /// The segment's offset index named a position where no batch of the run's offsets
+    /// starts: read the rest of the segment without skipping (it was warned about once).
+    Distrusted,
+}
+
 impl SkipBounds {
     /// The run of superseded batches starting at `position` of `source` (at a batch boundary,
     /// where the next batch's offsets are `next` or more), if there is one worth skipping.
-    pub(super) fn run_at(
-        &self,
-        mapped: &MappedRecords,
-        source: &LogSegment,
-        position: u64,
-        next: i64,
-    ) -> Result<Option<Skip>> {
+    ///
+    /// The index entry found must lead to a v2 batch whose offsets lie in `[next, q]` and end
+    /// at or below the entry's offset: Kafka 4 indexes a batch by its own last offset, Kafka
+    /// before 4.0 by the last offset of the append it came in (KAFKA-806). With offsets that
+    /// only grow along the segment, every batch skipped then holds offsets of `[next, q)`
+    /// only. Anything else (a stale or damaged entry, bytes that are not a batch header) is
+    /// distrusted: the rewrite reads on, as it would without the index.
+    pub(super) fn run_at(&self, mapped: &MappedRecords, source: &LogSegment, position: u64, next: i64) -> Result<Run> {
         let q = mapped.first_not_superseded(next, self.limit_from(next));
         if q <= next {
-            return Ok(None);
+            return Ok(Run::None);
         }
         let entry = source.offset_index()?.get()?.lookup(q);
         let to = u64::from(entry.position);
         if to < position.saturating_add(MIN_SKIP_BYTES) {
-            return Ok(None);
+            return Ok(Run::None);
         }
-        let Some(header) = source.log().read_header(to, source.size())? else { return Ok(None) };
-        let fits = header.magic == MAGIC_V2
-            && header.last_offset == entry.offset
-            && header.base_offset >= next
-            && header.base_offset <= q;
-        if !fits {
-            log::warn!(
-                "the offset index of {} names offset {} at position {to}, where the batch holds [{}, {}]: the cleaner \
-                 reads on without skipping",
-                source.path().display(),
-                entry.offset,
-                header.base_offset,
-                header.last_offset
-            );
-            return Ok(None);
+        let header = match source.log().read_header(to, source.size()) {
+            Ok(Some(h)) => Ok(h),
+            Ok(None) => Err("no complete batch header".to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let fits = |h: &crate::segment::file_records::BatchHeaderInfo| {
+            h.magic == MAGIC_V2
+                && next <= h.base_offset
+                && h.base_offset <= h.last_offset
+                && h.last_offset <= entry.offset
+        };
+        match header {
+            Ok(h) if fits(&h) => {
+                Ok(Run::Skip(Skip { to, next: h.base_offset, records: (h.base_offset - next) as u64 }))
+            }
+            found => {
+                let found = match found {
+                    Ok(h) => format!("a batch of offsets [{}, {}]", h.base_offset, h.last_offset),
+                    Err(e) => e,
+                };
+                log::warn!(
+                    "the offset index of {} names offset {} at position {to}, where it finds {found}: the cleaner \
+                     reads the rest of the segment without skipping",
+                    source.path().display(),
+                    entry.offset,
+                );
+                Ok(Run::Distrusted)
+            }
         }
-        Ok(Some(Skip { to, next: header.base_offset, records: (header.base_offset - next) as u64 }))
     }
 }
