@@ -291,22 +291,20 @@ impl SkimpyOffsetMap {
         // this key.
         let index = self.home(hash);
         let home = self.slot(index);
-        if is_empty(home) || home[..HASH_SIZE] == hash[..] {
-            let old = (!is_empty(home)).then(|| self.decode_offset(home));
-            let stride = self.stride;
-            let slot = self.slot_mut(index);
-            slot[..HASH_SIZE].copy_from_slice(hash);
-            if stride == BYTES_PER_ENTRY {
-                slot[HASH_SIZE..BYTES_PER_ENTRY].copy_from_slice(&encoded);
-            } else {
-                slot[HASH_SIZE..HASH_SIZE + 4].copy_from_slice(&encoded[..4]);
-            }
-            if old.is_none() {
-                self.entries += 1;
-            }
-            return Ok(old);
+        let old = if is_empty(home) {
+            None
+        } else if home[..HASH_SIZE] == hash[..] {
+            Some(self.decode_offset(home))
+        } else {
+            return Ok(self.put_probing(hash, encoded, index));
+        };
+        let slot = self.slot_mut(index);
+        slot[..HASH_SIZE].copy_from_slice(hash);
+        store_offset(slot, encoded);
+        if old.is_none() {
+            self.entries += 1;
         }
-        Ok(self.put_probing(hash, encoded, index))
+        Ok(old)
     }
 
     /// The rest of [`SkimpyOffsetMap::put_hash`] when the home slot `index` holds another
@@ -329,7 +327,7 @@ impl SkimpyOffsetMap {
             // Only the key being put can already be here: a displaced entry is unique.
             if !displaced && slot[..HASH_SIZE] == carried[..HASH_SIZE] {
                 let old = self.decode_offset(slot);
-                self.slot_mut(index)[HASH_SIZE..].copy_from_slice(&encoded[..stride - HASH_SIZE]);
+                store_offset(self.slot_mut(index), encoded);
                 return Some(old);
             }
             let theirs = self.distance(index);
@@ -521,6 +519,17 @@ impl SkimpyOffsetMap {
         } else {
             index + self.table_slots - home
         }
+    }
+}
+
+/// Writes the stored form of an offset (`encoded`, from `encode_offset`) after the digest of
+/// `slot`, a 24- or 20-byte slot, with fixed-size copies.
+#[inline]
+fn store_offset(slot: &mut [u8], encoded: [u8; 8]) {
+    if slot.len() == BYTES_PER_ENTRY {
+        slot[HASH_SIZE..].copy_from_slice(&encoded);
+    } else {
+        slot[HASH_SIZE..DENSE_BYTES_PER_ENTRY].copy_from_slice(&encoded[..4]);
     }
 }
 

@@ -161,6 +161,19 @@ fn each_entry(bytes: &mut [u8], f: impl Fn(usize, u32, u32, &[u8]) -> (u32, u32)
     }
 }
 
+/// What a clean that distrusted its index shows: nothing skipped, one warning for the segment,
+/// and the log a clean reading every batch leaves.
+fn assert_read_on_without_skipping(
+    stats: &CleanerStats,
+    warnings: &[String],
+    cleaned: &[BatchView],
+    good: &[BatchView],
+) {
+    assert_eq!(stats.bytes_skipped, 0);
+    assert_eq!(warnings.iter().filter(|l| l.contains("without skipping")).count(), 1, "{warnings:?}");
+    assert_eq!(cleaned, good);
+}
+
 /// Index entries naming a later batch than their offset's (skipping there would drop records
 /// not superseded) are not trusted: the rewrite warns once and reads the segment on, and the
 /// result is the same.
@@ -173,9 +186,7 @@ fn an_index_entry_naming_a_later_batch_is_not_trusted() {
             (relative, if e < last { u32::from_be_bytes(later) } else { position })
         });
     });
-    assert_eq!(stats.bytes_skipped, 0);
-    assert_eq!(warnings.iter().filter(|l| l.contains("without skipping")).count(), 1, "{warnings:?}");
-    assert_eq!(cleaned, good);
+    assert_read_on_without_skipping(&stats, &warnings, &cleaned, &good);
 }
 
 /// Index entries naming positions inside batches (no batch header there) are not trusted
@@ -187,9 +198,7 @@ fn an_index_entry_naming_no_batch_is_not_trusted() {
         let last = bytes.len() / 8 - 1;
         each_entry(bytes, |e, relative, position, _| (relative, if e < last { position + 4 } else { position }));
     });
-    assert_eq!(stats.bytes_skipped, 0);
-    assert_eq!(warnings.iter().filter(|l| l.contains("without skipping")).count(), 1, "{warnings:?}");
-    assert_eq!(cleaned, good);
+    assert_read_on_without_skipping(&stats, &warnings, &cleaned, &good);
 }
 
 /// Kafka before 4.0 indexed an append of several batches by the append's last offset and its
