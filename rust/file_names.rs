@@ -119,6 +119,15 @@ fn segment_file(dir: &Path, offset: i64, suffix: &str) -> PathBuf {
     PathBuf::from(path)
 }
 
+/// `<20 digits><suffix>`, the name alone (`offset` not negative).
+pub fn segment_file_name(offset: i64, suffix: &str) -> String {
+    let Some(d) = digits(offset) else { return format!("{offset:020}{suffix}") };
+    let mut name = String::with_capacity(d.len() + suffix.len());
+    name.push_str(std::str::from_utf8(&d).unwrap_or_default());
+    name.push_str(suffix);
+    name
+}
+
 /// `<dir>/<20 digits>.log`
 pub fn log_file(dir: &Path, offset: i64) -> PathBuf {
     segment_file(dir, offset, LOG_FILE_SUFFIX)
@@ -149,6 +158,11 @@ pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 
 /// The base offset in a segment file name: the digits before the first `.` (`offsetFromFileName`).
 pub fn offset_from_file_name(name: &str) -> Option<i64> {
+    // Kafka's names: 20 digits, then the suffix (a loader parses every name of every partition).
+    let bytes = name.as_bytes();
+    if bytes.len() >= 20 && bytes.get(20).is_none_or(|&b| b == b'.') && bytes[..20].iter().all(u8::is_ascii_digit) {
+        return bytes[..20].iter().try_fold(0i64, |v, &b| v.checked_mul(10)?.checked_add(i64::from(b - b'0')));
+    }
     let digits = name.split('.').next()?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -380,6 +394,14 @@ mod tests {
         assert_eq!(offset_from_file_name("00000000000000000010.log.swap"), Some(10));
         assert_eq!(offset_from_file_name("leader-epoch-checkpoint"), None);
         assert_eq!(offset_from_file_name(".log"), None);
+        // The 20-digit fast path and the general rule agree.
+        assert_eq!(offset_from_file_name("09223372036854775807.log"), Some(i64::MAX));
+        assert_eq!(offset_from_file_name("09223372036854775808.log"), None);
+        assert_eq!(offset_from_file_name("99999999999999999999.index"), None);
+        assert_eq!(offset_from_file_name("00000000000000000012"), Some(12));
+        assert_eq!(offset_from_file_name("000000000000000000123.log"), Some(123));
+        assert_eq!(offset_from_file_name("0000000012.log.deleted"), Some(12));
+        assert_eq!(offset_from_file_name("0000000000000000001x.log"), None);
     }
 
     #[test]

@@ -35,8 +35,9 @@
 //! only, each block with a `SAFETY:` comment (the architecture test checks both this list and
 //! the comments):
 //! - `index/mmap.rs`: the index memory maps;
-//! - `util/file.rs`: the directory `flock`, the `.lock` file's `fcntl` lock, `pathconf` and the
-//!   write-back hint;
+//! - `util/file.rs`: the directory `flock`, the `.lock` file's `fcntl` lock, `pathconf`, the
+//!   write-back hint, and the loader's `openat`, `fstatat` and `getdents64` on the locked
+//!   directory's descriptor;
 //! - `util/fault.rs`: the fault seam's `SIGKILL` of its own process (crash tests);
 //! - `util/unnamed_file.rs`: `linkat`, which names a file created unnamed (`O_TMPFILE`), and
 //!   `getrlimit` for their descriptor budget;

@@ -10,7 +10,7 @@ use parking_lot::{MappedRwLockReadGuard, Mutex, RwLock, RwLockReadGuard, RwLockW
 
 use super::offset_index::OffsetIndex;
 use super::time_index::TimeIndex;
-use super::AbstractIndex;
+use super::{AbstractIndex, PreparedIndex};
 use crate::error::Result;
 use crate::util::fault::FaultOp;
 use crate::util::unnamed_file::UnnamedFile;
@@ -40,8 +40,10 @@ pub trait IndexFile: Sized {
     fn open_rw_resized(path: PathBuf, base_offset: i64, max_index_size: usize, size: usize) -> Result<Self>;
     /// Kafka's `resize`.
     fn resize_file(&mut self, size: usize) -> Result<bool>;
-    /// Opens read-write at `max_index_size` holding exactly `entries` (`open_holding`).
-    fn open_holding(path: PathBuf, base_offset: i64, max_index_size: usize, entries: &[u8]) -> Result<Self>;
+    /// Makes the file hold exactly `entries` at `max_index_size`, unmapped (`prepare_holding`).
+    fn prepare_holding(path: &Path, max_index_size: usize, entries: &[u8]) -> Result<PreparedIndex>;
+    /// Opens, mapped, the file `prepare_holding` prepared (`open_prepared`).
+    fn open_prepared(path: PathBuf, base_offset: i64, max_index_size: usize, prepared: PreparedIndex) -> Result<Self>;
     /// Opens a read-only snapshot (no mapping, nothing written).
     fn open_ro(path: PathBuf, base_offset: i64) -> Result<Self>;
     /// Renames the file.
@@ -66,8 +68,11 @@ impl IndexFile for OffsetIndex {
     fn resize_file(&mut self, size: usize) -> Result<bool> {
         self.resize(size)
     }
-    fn open_holding(path: PathBuf, base_offset: i64, max_index_size: usize, entries: &[u8]) -> Result<Self> {
-        OffsetIndex::open_holding(path, base_offset, max_index_size, entries)
+    fn prepare_holding(path: &Path, max_index_size: usize, entries: &[u8]) -> Result<PreparedIndex> {
+        OffsetIndex::prepare_holding(path, max_index_size, entries)
+    }
+    fn open_prepared(path: PathBuf, base_offset: i64, max_index_size: usize, prepared: PreparedIndex) -> Result<Self> {
+        OffsetIndex::open_prepared(path, base_offset, max_index_size, prepared)
     }
     fn open_ro(path: PathBuf, base_offset: i64) -> Result<Self> {
         OffsetIndex::open_read_only(path, base_offset)
@@ -97,8 +102,11 @@ impl IndexFile for TimeIndex {
     fn resize_file(&mut self, size: usize) -> Result<bool> {
         self.resize(size)
     }
-    fn open_holding(path: PathBuf, base_offset: i64, max_index_size: usize, entries: &[u8]) -> Result<Self> {
-        TimeIndex::open_holding(path, base_offset, max_index_size, entries)
+    fn prepare_holding(path: &Path, max_index_size: usize, entries: &[u8]) -> Result<PreparedIndex> {
+        TimeIndex::prepare_holding(path, max_index_size, entries)
+    }
+    fn open_prepared(path: PathBuf, base_offset: i64, max_index_size: usize, prepared: PreparedIndex) -> Result<Self> {
+        TimeIndex::open_prepared(path, base_offset, max_index_size, prepared)
     }
     fn open_ro(path: PathBuf, base_offset: i64) -> Result<Self> {
         TimeIndex::open_read_only(path, base_offset)
@@ -116,7 +124,12 @@ impl IndexFile for TimeIndex {
 
 #[derive(Debug)]
 enum State<T> {
-    Unloaded { path: PathBuf },
+    /// Not opened yet. `prepared`: the file holds a recovery's rebuilt entries at full size
+    /// (`LazyIndex::rewrite_mapped`); the first use maps it with those entries.
+    Unloaded {
+        path: PathBuf,
+        prepared: Option<PreparedIndex>,
+    },
     Loaded(T),
 }
 
@@ -137,7 +150,7 @@ impl<T: IndexFile> LazyIndex<T> {
     /// A lazy index for `path`; nothing is opened yet.
     pub fn new(path: PathBuf, base_offset: i64, max_index_size: usize, read_only: bool) -> Self {
         LazyIndex {
-            state: RwLock::new(State::Unloaded { path }),
+            state: RwLock::new(State::Unloaded { path, prepared: None }),
             base_offset,
             max_index_size,
             read_only,
@@ -174,8 +187,10 @@ impl<T: IndexFile> LazyIndex<T> {
         matches!(*self.state.read(), State::Loaded(_))
     }
 
-    fn open(&self, path: &Path) -> Result<T> {
-        if self.read_only {
+    fn open(&self, path: &Path, prepared: Option<PreparedIndex>) -> Result<T> {
+        if let Some(prepared) = prepared {
+            T::open_prepared(path.to_path_buf(), self.base_offset, self.max_index_size, prepared)
+        } else if self.read_only {
             T::open_ro(path.to_path_buf(), self.base_offset)
         } else if let Some(reserved) = self.reserved.lock().take() {
             T::open_rw_reserved(path.to_path_buf(), self.base_offset, self.max_index_size, reserved)
@@ -189,8 +204,8 @@ impl<T: IndexFile> LazyIndex<T> {
             return Ok(());
         }
         let mut state = self.state.write();
-        if let State::Unloaded { path } = &*state {
-            let index = self.open(path)?;
+        if let State::Unloaded { path, prepared } = &*state {
+            let index = self.open(path, *prepared)?;
             *state = State::Loaded(index);
         }
         Ok(())
@@ -198,6 +213,8 @@ impl<T: IndexFile> LazyIndex<T> {
 
     /// Kafka's `resize` of the index, opening it first if needed: an unopened read-write index
     /// opens at `size` directly (one open and map instead of a map, an unmap and a map again).
+    /// An index a recovery prepared at full size stays unopened when `size` is that full size
+    /// (`segment.index.bytes`): its file already has that length.
     ///
     /// # Errors
     /// As the index's open and `resize`.
@@ -205,7 +222,12 @@ impl<T: IndexFile> LazyIndex<T> {
         self.drop_reserved();
         if !self.read_only {
             let mut state = self.state.write();
-            if let State::Unloaded { path } = &*state {
+            if let State::Unloaded { prepared: Some(_), .. } = &*state {
+                if size == self.max_index_size {
+                    return Ok(false);
+                }
+            }
+            if let State::Unloaded { path, prepared: None } = &*state {
                 let index = T::open_rw_resized(path.clone(), self.base_offset, self.max_index_size, size)?;
                 *state = State::Loaded(index);
             }
@@ -240,7 +262,7 @@ impl<T: IndexFile> LazyIndex<T> {
     pub fn path(&self) -> PathBuf {
         match &*self.state.read() {
             State::Loaded(index) => index.file_path().to_path_buf(),
-            State::Unloaded { path } => path.clone(),
+            State::Unloaded { path, .. } => path.clone(),
         }
     }
 
@@ -266,19 +288,21 @@ impl<T: IndexFile> LazyIndex<T> {
     }
 
     /// [`Self::rewrite`] for the active segment: the file holds `bytes` at its start and is
-    /// opened at full size (`segment.index.bytes`), mapped, with exactly those entries; one open
-    /// and map, and no write when the file already starts with them and a zero entry
-    /// (`IndexStorage::open_mapped_holding`). Past them the file may keep bytes a reader never
-    /// takes for entries (they follow a zero entry); a close trims the file to its entries and
-    /// a crash recovers the segment again. Only for a segment a crash recovers again (its
-    /// indexes are written in place).
+    /// `segment.index.bytes` long (full size, ready for appends), with exactly those entries;
+    /// no write when the file already starts with them and a zero entry
+    /// (`IndexStorage::prepare_holding`). It is mapped at its first use, not here: a recovery
+    /// of many partitions maps none of their active indexes until they are used. Past the
+    /// entries the file may keep bytes a reader never takes for entries (they follow a zero
+    /// entry); a close trims the file to its entries and a crash recovers the segment again.
+    /// Only for a segment a crash recovers again (its indexes are written in place).
     ///
     /// # Errors
     /// `ReadOnly` on a read-only index; `IllegalState` when the entries do not fit; `Io` naming
     /// the file when a step fails.
     pub fn rewrite_mapped(&self, bytes: &[u8]) -> Result<()> {
         let (mut state, path) = self.unload_for_rewrite()?;
-        *state = State::Loaded(T::open_holding(path, self.base_offset, self.max_index_size, bytes)?);
+        let prepared = T::prepare_holding(&path, self.max_index_size, bytes)?;
+        *state = State::Unloaded { path, prepared: Some(prepared) };
         Ok(())
     }
 
@@ -292,9 +316,9 @@ impl<T: IndexFile> LazyIndex<T> {
         let mut state = self.state.write();
         let path = match &*state {
             State::Loaded(index) => index.file_path().to_path_buf(),
-            State::Unloaded { path } => path.clone(),
+            State::Unloaded { path, .. } => path.clone(),
         };
-        *state = State::Unloaded { path: path.clone() };
+        *state = State::Unloaded { path: path.clone(), prepared: None };
         Ok((state, path))
     }
 
@@ -304,7 +328,7 @@ impl<T: IndexFile> LazyIndex<T> {
         let mut state = self.state.write();
         match &mut *state {
             State::Loaded(index) => index.rename(to),
-            State::Unloaded { path } => {
+            State::Unloaded { path, .. } => {
                 if path.exists() {
                     crate::util::file::rename(path, to)?;
                 }
@@ -318,7 +342,7 @@ impl<T: IndexFile> LazyIndex<T> {
     /// segment always has its index files (as Kafka's flush at shutdown leaves them).
     pub fn create_empty_if_missing(&self) -> Result<()> {
         let state = self.state.read();
-        if let State::Unloaded { path } = &*state {
+        if let State::Unloaded { path, .. } = &*state {
             let reserved = self.reserved.lock().take();
             if let Some(unnamed) = reserved {
                 if unnamed.name(path, FaultOp::Open, "create")?.is_some() {
@@ -340,7 +364,10 @@ impl<T: IndexFile> LazyIndex<T> {
         let mut state = self.state.write();
         match &mut *state {
             State::Loaded(index) => index.delete(),
-            State::Unloaded { path } => crate::util::file::delete_if_exists(path),
+            State::Unloaded { path, prepared } => {
+                *prepared = None;
+                crate::util::file::delete_if_exists(path)
+            }
         }
     }
 }

@@ -123,19 +123,19 @@ impl IndexStorage {
         Ok(IndexStorage::Mapped(map))
     }
 
-    /// Opens `path` read-write (creating it when missing) holding `entries` (whole entries, an
-    /// index rebuilt in memory) at its start, at `max_index_size` rounded down to whole entries,
-    /// and maps it: the active segment's indexes after a recovery, in one open and map. A file
-    /// that already starts with `entries` followed by a zero entry (or its end) is not written;
-    /// otherwise `entries` are written and the file cut to them before it is extended again
-    /// with zeros, so no stale entry follows them. Nothing is fsynced (the segment's flush
-    /// does). The caller checked that `entries` fit.
-    pub(crate) fn open_mapped_holding(
+    /// Makes the file at `path` (created when missing) hold `entries` (whole entries, an index
+    /// rebuilt in memory) at its start and be `max_index_size` rounded down to whole entries
+    /// long, without mapping it; returns that length, for [`Self::open_mapped_prepared`] at
+    /// the index's first use. A file that already starts with `entries` followed by a zero
+    /// entry (or its end) is not written; otherwise `entries` are written and the file cut to
+    /// them before it is extended again with zeros, so no stale entry follows them. Nothing is
+    /// fsynced (the segment's flush does). The caller checked that `entries` fit.
+    pub(crate) fn prepare_holding(
         path: &Path,
         max_index_size: usize,
         entry_size: usize,
         entries: &[u8],
-    ) -> Result<Self> {
+    ) -> Result<u64> {
         use crate::util::file::{open, read_prefix, OpenMode};
         let full = (max_index_size / entry_size * entry_size) as u64;
         let file = check(path, FaultOp::Open)
@@ -163,7 +163,25 @@ impl IndexStorage {
                 .and_then(|()| file.set_len(full))
                 .map_err(|e| Error::io(path, "resize index", e))?;
         }
-        Ok(IndexStorage::Mapped(map_file(&file, path, full)?))
+        Ok(full)
+    }
+
+    /// Opens and maps the file [`Self::prepare_holding`] left `len` bytes long. A file of
+    /// another length was changed behind the log's back (the directory is locked): an
+    /// `IllegalState` error naming it, rather than entries read from the wrong bytes.
+    pub(crate) fn open_mapped_prepared(path: &Path, len: u64) -> Result<Self> {
+        let file = check(path, FaultOp::Open)
+            .and_then(|()| crate::util::file::open(path, crate::util::file::OpenMode::ReadWrite))
+            .map_err(|e| Error::io(path, "open index", e))?;
+        let found = file.metadata().map_err(|e| Error::io(path, "stat index", e))?.len();
+        if found != len {
+            return Err(Error::illegal_state(format!(
+                "index {} is {found} bytes long, but its recovery left it {len} bytes long: the file was \
+                 changed while the log was open",
+                path.display()
+            )));
+        }
+        Ok(IndexStorage::Mapped(map_file(&file, path, len)?))
     }
 
     /// Copies the longest prefix of whole `entry_size`-byte entries of `path` that `accept`

@@ -127,6 +127,16 @@ pub(crate) fn read_i64(buf: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(bytes)
 }
 
+/// An index file a recovery left holding its rebuilt entries at full size, not yet mapped
+/// (`AbstractIndex::prepare_holding`): what its first use maps. A plain value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreparedIndex {
+    /// The live entries at the file's start.
+    entries: usize,
+    /// The file's length.
+    len: u64,
+}
+
 /// The state both indexes share (Kafka's `AbstractIndex`): the file, its storage and the entry
 /// count. Invariant: `entries <= max_entries` and `max_entries * entry_size <= storage.len()`.
 pub(crate) struct AbstractIndex {
@@ -194,16 +204,15 @@ impl AbstractIndex {
         }
     }
 
-    /// Opens `path` read-write at `max_index_size` holding exactly `entries` (whole entries
-    /// rebuilt in memory; `IndexStorage::open_mapped_holding`), mapped. `IllegalState` when they
-    /// do not fit.
-    pub(crate) fn open_holding(
-        path: PathBuf,
-        base_offset: i64,
+    /// Makes the file at `path` hold exactly `entries` (whole entries rebuilt in memory) and
+    /// be `max_index_size` long, unmapped (`IndexStorage::prepare_holding`), for
+    /// [`Self::open_prepared`] at the index's first use. `IllegalState` when they do not fit.
+    pub(crate) fn prepare_holding(
+        path: &Path,
         max_index_size: usize,
         entry_size: usize,
         entries: &[u8],
-    ) -> Result<Self> {
+    ) -> Result<PreparedIndex> {
         let max_entries = max_index_size / entry_size;
         if !entries.len().is_multiple_of(entry_size) || entries.len() / entry_size > max_entries || max_entries == 0 {
             return Err(Error::illegal_state(format!(
@@ -212,8 +221,20 @@ impl AbstractIndex {
                 path.display()
             )));
         }
-        let storage = IndexStorage::open_mapped_holding(&path, max_index_size, entry_size, entries)?;
-        Ok(Self::with_storage(path, base_offset, max_index_size, entry_size, storage, entries.len() / entry_size))
+        let len = IndexStorage::prepare_holding(path, max_index_size, entry_size, entries)?;
+        Ok(PreparedIndex { entries: entries.len() / entry_size, len })
+    }
+
+    /// Opens and maps the file [`Self::prepare_holding`] prepared, with its entries.
+    pub(crate) fn open_prepared(
+        path: PathBuf,
+        base_offset: i64,
+        max_index_size: usize,
+        entry_size: usize,
+        prepared: PreparedIndex,
+    ) -> Result<Self> {
+        let storage = IndexStorage::open_mapped_prepared(&path, prepared.len)?;
+        Ok(Self::with_storage(path, base_offset, max_index_size, entry_size, storage, prepared.entries))
     }
 
     /// Reads the valid prefix of `path` (entries `accept` takes, in order) into memory. An entry

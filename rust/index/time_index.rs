@@ -5,9 +5,9 @@
 //! `(T, O)` means: the largest timestamp among the records before or at offset `O` is `T`.
 //! Timestamps strictly increase; offsets never decrease.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use super::{common_index_api, read_i32, read_i64, AbstractIndex, Bound};
+use super::{common_index_api, read_i32, read_i64, AbstractIndex, Bound, PreparedIndex};
 use crate::error::{Error, Result};
 
 const ENTRY_SIZE: usize = 12;
@@ -66,19 +66,27 @@ impl TimeIndex {
         Ok(Self::with_inner(inner))
     }
 
-    /// Opens `path` read-write at `max_index_size` (preallocated, mapped) holding exactly
-    /// `entries`, an index rebuilt in memory (see `AbstractIndex::open_holding`): a recovered
-    /// active segment's index, ready for appends.
+    /// Makes `path` hold exactly `entries`, an index rebuilt in memory, at `max_index_size`
+    /// (see `AbstractIndex::prepare_holding`), unmapped: a recovered active segment's index,
+    /// which [`Self::open_prepared`] maps at its first use.
     ///
     /// # Errors
     /// `IllegalState` when the entries do not fit; `Io` if a step fails.
-    pub fn open_holding(
-        path: impl Into<PathBuf>,
+    pub fn prepare_holding(path: &Path, max_index_size: usize, entries: &[u8]) -> Result<PreparedIndex> {
+        AbstractIndex::prepare_holding(path, max_index_size, ENTRY_SIZE, entries)
+    }
+
+    /// Opens read-write, mapped, the file [`Self::prepare_holding`] prepared: ready for appends.
+    ///
+    /// # Errors
+    /// `IllegalState` when the file's length changed since; `Io` if a step fails.
+    pub fn open_prepared(
+        path: PathBuf,
         base_offset: i64,
         max_index_size: usize,
-        entries: &[u8],
+        prepared: PreparedIndex,
     ) -> Result<Self> {
-        let inner = AbstractIndex::open_holding(path.into(), base_offset, max_index_size, ENTRY_SIZE, entries)?;
+        let inner = AbstractIndex::open_prepared(path, base_offset, max_index_size, ENTRY_SIZE, prepared)?;
         Ok(Self::with_inner(inner))
     }
 

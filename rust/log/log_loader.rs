@@ -209,6 +209,11 @@ fn complete_or_roll_back_replace(dir: &Path, files: &Listing, result: &mut LoadR
     let mut cleaned = Vec::new();
     let mut swaps = Vec::new();
     for name in &files.names {
+        // Most names are live files, which need no path here.
+        let suffixes = [DELETED_FILE_SUFFIX, crate::file_names::TMP_FILE_SUFFIX, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX];
+        if !suffixes.iter().any(|suffix| name.ends_with(suffix)) {
+            continue;
+        }
         let path = &dir.join(name);
         if is_deleted_file(name) {
             log::info!("Deleting stray temporary file {}", path.display());
@@ -427,16 +432,25 @@ fn open_segment(
         IndexCheck::Now { last } => (false, true, last),
         IndexCheck::AtFirstUse => (false, false, false),
     };
-    let index_path = with_suffix(&crate::file_names::offset_index_file(dir, base), suffix);
-    let time_index_path = with_suffix(&crate::file_names::time_index_file(dir, base), suffix);
-    let exists = |path: &Path| match listing {
-        Some(files) => files.contains(&path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()),
+    let path = |of: fn(&Path, i64) -> PathBuf| {
+        let path = of(dir, base);
+        if suffix.is_empty() {
+            path
+        } else {
+            with_suffix(&path, suffix)
+        }
+    };
+    let (index_path, time_index_path) =
+        (path(crate::file_names::offset_index_file), path(crate::file_names::time_index_file));
+    // The listing's names, looked up by name (no path parsed).
+    let exists = |path: &Path, file_suffix: &str| match listing {
+        Some(files) => files.contains(&(crate::file_names::segment_file_name(base, file_suffix) + suffix)),
         None => path.exists(),
     };
-    let time_index_new = !exists(&time_index_path);
+    let time_index_new = !exists(&time_index_path, TIME_INDEX_FILE_SUFFIX);
     let index_problem = if params.read_only || recovered_later {
         None
-    } else if !exists(&index_path) {
+    } else if !exists(&index_path, INDEX_FILE_SUFFIX) {
         Some(IndexProblem::Missing)
     } else if check_now {
         let max_index_size = params.config.segment_index_bytes.max(0) as usize;
@@ -448,7 +462,7 @@ fn open_segment(
     };
     let mut segment =
         LogSegment::open(dir, base, params.config, local.clock().clone(), suffix, false, params.read_only)?;
-    let txn_missing = listing.is_some() && !exists(&segment.txn_index_path());
+    let txn_missing = listing.is_some() && !exists(&segment.txn_index_path(), TXN_INDEX_FILE_SUFFIX);
     if txn_missing {
         segment.txn_index_known_missing();
     }
@@ -493,7 +507,10 @@ fn finish(dir: &Path, params: &LoadParams<'_>, local: &LocalLog, result: &mut Lo
         if !params.read_only {
             active.resize_indexes(params.config.segment_index_bytes as usize)?;
         }
-        (result.log_end_offset, result.log_end_position) = match active.read_next_offset_and_end() {
+        // A recovered active segment's end is known from its recovery's scan: its offset index
+        // (prepared at full size, `LazyIndex::rewrite_mapped`) stays unmapped until first used.
+        let end = active.take_recovered_end().map_or_else(|| active.read_next_offset_and_end(), Ok);
+        (result.log_end_offset, result.log_end_position) = match end {
             // A torn tail although the dir was shut down cleanly (the file was damaged since):
             // Kafka would end the log at the last complete batch without looking; kafkalog
             // recovers the segment so the damage is cut and counted.
@@ -596,9 +613,20 @@ impl Listing {
             let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;
             let file_type = entry.file_type().map_err(|e| Error::io(entry.path(), "stat", e))?;
             if file_type.is_file() {
-                names.push(entry.file_name().to_string_lossy().into_owned());
+                names.push(entry.file_name().into_string().unwrap_or_else(|n| n.to_string_lossy().into_owned()));
             }
         }
+        names.sort_unstable();
+        Ok(Listing { dir: dir.to_path_buf(), names })
+    }
+
+    /// [`Self::read`] through the lock the caller holds on `dir` (`DirLock::list_files`, which
+    /// reads the lock's own descriptor).
+    ///
+    /// # Errors
+    /// `Io` naming `dir` when it cannot be listed.
+    pub fn read_locked(dir: &Path, lock: &crate::util::file::DirLock) -> Result<Self> {
+        let mut names = lock.list_files(dir)?;
         names.sort_unstable();
         Ok(Listing { dir: dir.to_path_buf(), names })
     }

@@ -10,6 +10,7 @@
 //! fault-injection seam (`util::fault::check`) first.
 
 use std::fs::File;
+use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -122,7 +123,9 @@ impl FileRecords {
 
     /// The records of `file`, open at `path`; a writable empty file is preallocated first.
     fn with_file(path: PathBuf, file: File, writable: bool, preallocate_bytes: Option<u64>) -> Result<Self> {
-        let len = file.metadata().map_err(|e| Error::io(&path, "stat", e))?.len();
+        // The length from a seek to the end: cheaper than a `stat`, and reads and writes are
+        // positional, so the file position is never used.
+        let len = (&file).seek(SeekFrom::End(0)).map_err(|e| Error::io(&path, "size (seek to end)", e))?;
         let mut size = len;
         let preallocated = matches!((writable, len, preallocate_bytes), (true, 0, Some(_)));
         if let (true, 0, Some(bytes)) = (writable, len, preallocate_bytes) {

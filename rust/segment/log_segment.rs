@@ -71,6 +71,9 @@ struct SegmentState {
     created_ms: i64,
     /// Records in the segment, when known.
     record_count: Option<u64>,
+    /// The offset after the last batch and its end position, as the last recovery left them
+    /// (`take_recovered_end`).
+    recovered_end: Option<(i64, u64)>,
 }
 
 /// The logger of a segment's warnings, its submodules' included (Python's
@@ -205,6 +208,7 @@ impl LogSegment {
                 rolling_based_timestamp: None,
                 created_ms: now,
                 record_count: None,
+                recovered_end: None,
             }),
             index_mismatch_reported: AtomicBool::new(false),
             indexes_unsynced: AtomicBool::new(false),
@@ -483,6 +487,13 @@ impl LogSegment {
         Ok((next, end.position))
     }
 
+    /// What [`Self::read_next_offset_and_end`] would return, as the segment's last recovery
+    /// found it, without a lookup in the offset index (which would map it); taken once. `None`
+    /// when the segment was not recovered or its size changed since.
+    pub fn take_recovered_end(&self) -> Option<(i64, u64)> {
+        self.state.lock().recovered_end.take().filter(|&(_, end)| end == self.log.size())
+    }
+
     /// Scans the headers after the last index entry: the offset after the last complete batch
     /// and how the scan ended.
     fn scan_to_end(&self) -> Result<(i64, super::file_records::ScanEnd)> {
@@ -729,9 +740,10 @@ pub enum IndexWrite {
     /// Truncated and written in place: for a segment at or past the recovery point, which the
     /// next load recovers again after a crash whatever its index files hold.
     InPlace,
-    /// As `InPlace`, for the active segment: the indexes are left open at their full size
-    /// (`segment.index.bytes`), mapped, ready for appends (`LazyIndex::rewrite_mapped`), instead
-    /// of being cut to their entries and extended again when the log opens.
+    /// As `InPlace`, for the active segment: the index files are left at their full size
+    /// (`segment.index.bytes`), ready for appends and mapped at their first use
+    /// (`LazyIndex::rewrite_mapped`), instead of being cut to their entries and extended again
+    /// when the log opens.
     InPlaceActive,
 }
 

@@ -248,6 +248,37 @@ pub fn read_small_file(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Whether `name` in the directory `dir_fd` is a regular file (`fstatat`, not following a
+/// symbolic link): for a directory entry whose type the file system does not report.
+#[cfg(target_os = "linux")]
+fn is_regular_at(dir_fd: std::os::fd::RawFd, name: &[u8]) -> std::io::Result<bool> {
+    let Some(c_name) = c_name(name) else { return Ok(false) };
+    // SAFETY: `stat` is a plain C struct for which all-zero bytes are a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `c_name` is NUL-terminated and outlives the call; fstatat writes only `st`, which
+    // we own; `dir_fd` is the directory descriptor of the caller's `DirLock`.
+    let rc = unsafe { libc::fstatat(dir_fd, c_name.as_ptr().cast(), &raw mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(st.st_mode & libc::S_IFMT == libc::S_IFREG)
+}
+
+/// The regular files of `dir` through `std::fs` (the listing of [`DirLock::list_files`] where
+/// `getdents64` is not available).
+#[cfg(not(target_os = "linux"))]
+fn list_files_std(dir: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))? {
+        let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;
+        let file_type = entry.file_type().map_err(|e| Error::io(entry.path(), "stat", e))?;
+        if file_type.is_file() {
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    Ok(names)
+}
+
 /// `fstatat(dir_fd, name)`'s size; `None` as [`open_at`].
 fn stat_at(dir_fd: std::os::fd::RawFd, name: &[u8]) -> Option<std::io::Result<u64>> {
     let c_name = c_name(name)?;
@@ -285,16 +316,33 @@ fn name_in_dir<'p>(path: &'p Path, dir: &Path) -> Option<&'p [u8]> {
 /// (the caller opens the whole path then).
 fn open_at(dir_fd: std::os::fd::RawFd, name: &[u8], mode: OpenMode) -> Option<std::io::Result<File>> {
     use std::os::fd::FromRawFd;
+    use std::sync::atomic::Ordering;
     let c_name = c_name(name)?;
-    // SAFETY: `c_name` is NUL-terminated (zeroed past `name`, which holds no NUL) and outlives
-    // the call; `dir_fd` is the descriptor of the `DirLock` the live `DirScope` borrows.
-    let fd = unsafe { libc::openat(dir_fd, c_name.as_ptr().cast(), mode.flags(), 0o666 as libc::c_uint) };
+    let open = |flags| {
+        // SAFETY: `c_name` is NUL-terminated (zeroed past `name`, which holds no NUL) and
+        // outlives the call; `dir_fd` is the descriptor of the `DirLock` the live `DirScope`
+        // borrows.
+        unsafe { libc::openat(dir_fd, c_name.as_ptr().cast(), flags, 0o666 as libc::c_uint) }
+    };
+    // A load reads every file it recovers once: without `O_NOATIME`, each first read after a
+    // write dirties the inode for its access time (`relatime`), thousands of journal updates
+    // for one recovery. The flag is refused (`EPERM`) for a file of another owner, unless the
+    // process may change any file's owner: then opens go without it from there on.
+    let no_atime = NO_ATIME_ALLOWED.load(Ordering::Relaxed);
+    let mut fd = open(mode.flags() | if no_atime { libc::O_NOATIME } else { 0 });
+    if fd < 0 && no_atime && std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) {
+        NO_ATIME_ALLOWED.store(false, Ordering::Relaxed);
+        fd = open(mode.flags());
+    }
     if fd < 0 {
         return Some(Err(std::io::Error::last_os_error()));
     }
     // SAFETY: `fd` was just returned by openat and nothing else owns it.
     Some(Ok(unsafe { File::from_raw_fd(fd) }))
 }
+
+/// Whether [`open_at`] still asks for `O_NOATIME` (no open was refused it yet).
+static NO_ATIME_ALLOWED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
 /// While alive, [`open`] on this thread opens the files of one directory through the
 /// descriptor a [`DirLock`] holds on it (see [`DirLock::scope`]); dropping it restores what was
@@ -354,6 +402,64 @@ impl DirLock {
         let fd = self.file.as_raw_fd();
         let previous = DIR_SCOPE.with(|scope| scope.borrow_mut().replace((dir.to_path_buf(), fd)));
         DirScope { previous, _lock: std::marker::PhantomData }
+    }
+
+    /// The names of the regular files in `dir`, the directory this lock holds, in directory
+    /// order. On Linux they are read with `getdents64` from the lock's own descriptor: no
+    /// second open of the directory, no buffer allocated by the C library, one allocation per
+    /// name. A name that is not UTF-8 is converted lossily, as `std::fs` listings are here.
+    ///
+    /// # Errors
+    /// `Io` naming `dir` when it cannot be listed.
+    pub fn list_files(&self, dir: &Path) -> Result<Vec<String>> {
+        #[cfg(target_os = "linux")]
+        {
+            self.list_files_getdents(dir)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            list_files_std(dir)
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn list_files_getdents(&self, dir: &Path) -> Result<Vec<String>> {
+        use std::io::{Seek, SeekFrom};
+        use std::os::fd::AsRawFd;
+        let list_error = |e| Error::io(dir, "list directory", e);
+        // A listing before this one left the descriptor's position at the end.
+        (&self.file).seek(SeekFrom::Start(0)).map_err(list_error)?;
+        let fd = self.file.as_raw_fd();
+        let mut buf = [0u8; 16 * 1024];
+        let mut names = Vec::new();
+        loop {
+            // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`, which we own and
+            // which outlives the call; `fd` is the open directory descriptor this lock owns.
+            let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+            let n = usize::try_from(n).map_err(|_| list_error(std::io::Error::last_os_error()))?;
+            if n == 0 {
+                return Ok(names);
+            }
+            // Records: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1), the NUL-terminated name.
+            let mut at = 0;
+            while at + 19 <= n {
+                let reclen = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
+                let record = buf.get(at..at + reclen).filter(|_| reclen > 19).ok_or_else(|| {
+                    list_error(std::io::Error::new(std::io::ErrorKind::InvalidData, "malformed directory entry"))
+                })?;
+                let name = &record[19..];
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                let regular = match record[18] {
+                    libc::DT_REG => true,
+                    libc::DT_UNKNOWN => is_regular_at(fd, name).map_err(list_error)?,
+                    _ => false,
+                };
+                if regular {
+                    names.push(String::from_utf8_lossy(name).into_owned());
+                }
+                at += reclen;
+            }
+        }
     }
 
     /// Takes the lock, waiting while someone else holds it: tries again at growing intervals

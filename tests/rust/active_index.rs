@@ -106,3 +106,38 @@ fn a_stale_entry_after_the_rebuilt_ones_is_cleared() {
     log.close().unwrap();
     assert_eq!(len(&index), 16);
 }
+
+/// A crash recovery leaves the active segment's indexes unmapped: the log end comes from the
+/// recovery's own scan, and the first use maps each index at its full size holding exactly the
+/// rebuilt entries.
+#[test]
+fn the_recovered_active_indexes_are_mapped_at_their_first_use() {
+    let fx = Fixture::new();
+    let (index, time_index) = crashed_log(&fx);
+    let log = recover(&fx);
+    assert_eq!(log.log_end_offset(), 13);
+    let active = log.active_segment().unwrap();
+    assert!(!active.offset_index().unwrap().is_loaded(), "the offset index is not mapped by the load");
+    assert!(!active.time_index().unwrap().is_loaded(), "the time index is not mapped by the load");
+    assert_eq!((len(&index), len(&time_index)), (INDEX_BYTES, INDEX_BYTES / 12 * 12));
+    assert_reads(&log, 0..13);
+    assert!(active.offset_index().unwrap().is_loaded() && active.time_index().unwrap().is_loaded());
+    assert_eq!(active.offset_index().unwrap().get().unwrap().entries(), 2);
+    assert_eq!(active.offset_index().unwrap().get().unwrap().file_len() as u64, INDEX_BYTES);
+    append_values(&log, T0 + 13, &["v13"]);
+    assert_reads(&log, 0..14);
+    log.close().unwrap();
+    assert_eq!((len(&index), len(&time_index)), (24, 36));
+}
+
+/// An active index file shortened behind the log's back between the recovery and its first use
+/// is refused with an error naming the file, rather than read from the wrong bytes.
+#[test]
+fn an_active_index_changed_after_the_recovery_is_refused_at_its_first_use() {
+    let fx = Fixture::new();
+    let (index, _) = crashed_log(&fx);
+    let log = recover(&fx);
+    std::fs::OpenOptions::new().write(true).open(&index).unwrap().set_len(16).unwrap();
+    let err = log.read(10, 1, FetchIsolation::LogEnd, true).unwrap_err().to_string();
+    assert!(err.contains(&index.display().to_string()) && err.contains("16 bytes long"), "{err}");
+}

@@ -7,6 +7,7 @@
 //! - `clean_close`: a standalone log's clean close recorded, trusted or not at the next open;
 //! - `leader_epoch`: Kafka's `LeaderEpochFileCacheTest`, and the epoch cases of `UnifiedLogTest`,
 //!   `LogLoaderTest` and `LogSegmentTest`;
+//! - `load_io`: the loader's listing through the directory lock, and reads that leave access times alone;
 //! - `log_loader`: Kafka's `LogLoaderTest` (leftovers, indexes, corruption, `.cleaned` / `.swap`, splits);
 //! - `retention`: `delete_old_segments` (Kafka's `UnifiedLogTest` retention cases);
 //! - `read_committed`: `read_committed` fetches and scans against Kafka's consumer rules;
@@ -40,6 +41,7 @@ mod dirty_clean;
 mod fault;
 mod fuzz;
 mod leader_epoch;
+mod load_io;
 mod log_cleaner;
 mod log_cleaner_conformance;
 mod log_cleaner_manager;

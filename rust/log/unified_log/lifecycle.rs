@@ -40,7 +40,7 @@ impl UnifiedLog {
         let scope = dir_lock.as_ref().map(|lock| lock.scope(dir));
         // A writable open lists the directory once, under its lock: the clean-close record, the
         // leader epoch checkpoint and the loader's segment files are looked up in that listing.
-        let mut listing = if options.read_only { None } else { Some(Listing::read(dir)?) };
+        let mut listing = dir_lock.as_ref().map(|lock| Listing::read_locked(dir, lock)).transpose()?;
         // A standalone log's clean close stands for a clean shutdown; any writable open removes
         // the record before it changes anything (`unified_log/clean_close.rs`).
         let clean_close = match listing.as_mut() {

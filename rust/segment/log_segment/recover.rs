@@ -94,6 +94,7 @@ impl LogSegment {
         st.bytes_since_last_index_entry = valid - scan.last_index_entry;
         st.record_count = Some(scan.count);
         st.rolling_based_timestamp = scan.first_ts;
+        st.recovered_end = Some((next_offset, valid));
         Ok(truncated)
     }
 
