@@ -133,7 +133,13 @@ struct Progress {
 }
 
 impl Progress {
+    /// Applies `f` and hands the result to the listener. Without a listener nothing reads the
+    /// tracker: nothing is done (the loader threads update it per segment, and would contend
+    /// for its lock).
     fn update(&self, f: impl FnOnce(&mut Tracker)) {
+        if self.callback.is_none() {
+            return;
+        }
         let mut t = self.tracker.lock();
         f(&mut t);
         if let Some(cb) = &self.callback {
