@@ -318,6 +318,21 @@ impl LogConfig {
     /// # Errors
     /// `InvalidConfig` naming the offending key, its value and the rule.
     pub fn validate(&self) -> Result<()> {
+        thread_local! {
+            /// The config this thread validated last: a load opens every partition of a dir with
+            /// the same config, and the check below prints and parses every value.
+            static LAST_VALID: std::cell::RefCell<Option<LogConfig>> = const { std::cell::RefCell::new(None) };
+        }
+        if LAST_VALID.with(|last| last.borrow().as_ref() == Some(self)) {
+            return Ok(());
+        }
+        self.validate_uncached()?;
+        LAST_VALID.with(|last| *last.borrow_mut() = Some(self.clone()));
+        Ok(())
+    }
+
+    /// [`Self::validate`]'s checks, always run.
+    fn validate_uncached(&self) -> Result<()> {
         // Every value re-passes its key's range check, so a LogConfig built field by field in
         // Rust is held to the same rules as one parsed from strings.
         TABLE.recheck(self, LogConfig::default())?;

@@ -331,3 +331,20 @@ proptest! {
         }
     }
 }
+
+/// `validate` remembers the last config it passed on a thread: that one passes again, and any
+/// config differing from it (one field out of range, or two fields out of order) is still
+/// checked and refused.
+#[test]
+fn validate_checks_every_config_other_than_the_last_valid_one() {
+    let valid = LogConfig::default();
+    assert!(valid.validate().is_ok());
+    let mut lags = valid.clone();
+    (lags.min_compaction_lag_ms, lags.max_compaction_lag_ms) = (10, 5);
+    assert!(lags.validate().unwrap_err().to_string().contains("min.compaction.lag.ms"));
+    let mut interval = valid.clone();
+    interval.index_interval_bytes = -1;
+    assert!(interval.validate().unwrap_err().to_string().contains("index.interval.bytes"));
+    assert!(valid.validate().is_ok());
+    assert!(lags.validate().is_err(), "a refused config is not remembered");
+}

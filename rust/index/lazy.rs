@@ -122,6 +122,14 @@ impl IndexFile for TimeIndex {
     }
 }
 
+/// The path of an unloaded index's state (`unload_for_rewrite` leaves it unloaded).
+fn unloaded_path<T>(state: &State<T>) -> &Path {
+    match state {
+        State::Unloaded { path, .. } => path,
+        State::Loaded(_) => unreachable!("unload_for_rewrite leaves the index unloaded"),
+    }
+}
+
 #[derive(Debug)]
 enum State<T> {
     /// Not opened yet. `prepared`: the file holds a recovery's rebuilt entries at full size
@@ -275,7 +283,8 @@ impl<T: IndexFile> LazyIndex<T> {
     /// # Errors
     /// `IllegalState` on a read-only index; `Io` naming the file when a step fails.
     pub fn rewrite(&self, bytes: &[u8], how: RewriteMode) -> Result<()> {
-        let (state, path) = self.unload_for_rewrite()?;
+        let state = self.unload_for_rewrite()?;
+        let path = unloaded_path(&state).to_path_buf();
         drop(state);
         if crate::util::file::file_has_contents(&path, bytes) {
             return Ok(());
@@ -300,26 +309,31 @@ impl<T: IndexFile> LazyIndex<T> {
     /// `ReadOnly` on a read-only index; `IllegalState` when the entries do not fit; `Io` naming
     /// the file when a step fails.
     pub fn rewrite_mapped(&self, bytes: &[u8]) -> Result<()> {
-        let (mut state, path) = self.unload_for_rewrite()?;
-        let prepared = T::prepare_holding(&path, self.max_index_size, bytes)?;
-        *state = State::Unloaded { path, prepared: Some(prepared) };
+        let mut state = self.unload_for_rewrite()?;
+        let prepared = T::prepare_holding(unloaded_path(&state), self.max_index_size, bytes)?;
+        if let State::Unloaded { prepared: slot, .. } = &mut *state {
+            *slot = Some(prepared);
+        }
         Ok(())
     }
 
     /// The first step of both rewrites: refused on a read-only index; otherwise the index is
-    /// unmapped (before its file changes) and left unloaded, its state still locked.
-    fn unload_for_rewrite(&self) -> Result<(RwLockWriteGuard<'_, State<T>>, PathBuf)> {
+    /// unmapped (before its file changes) and left unloaded and unprepared, its state still
+    /// locked.
+    fn unload_for_rewrite(&self) -> Result<RwLockWriteGuard<'_, State<T>>> {
         if self.read_only {
             return Err(crate::error::Error::ReadOnly { path: self.path() });
         }
         self.drop_reserved();
         let mut state = self.state.write();
-        let path = match &*state {
-            State::Loaded(index) => index.file_path().to_path_buf(),
-            State::Unloaded { path, .. } => path.clone(),
-        };
-        *state = State::Unloaded { path: path.clone(), prepared: None };
-        Ok((state, path))
+        match &mut *state {
+            State::Loaded(index) => {
+                let path = index.file_path().to_path_buf();
+                *state = State::Unloaded { path, prepared: None };
+            }
+            State::Unloaded { prepared, .. } => *prepared = None,
+        }
+        Ok(state)
     }
 
     /// Renames the file, whether or not it is open.

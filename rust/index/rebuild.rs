@@ -38,11 +38,11 @@ impl IndexRebuild {
     /// Empty indexes for the segment at `base_offset`, with room for `max_index_size` bytes of
     /// entries each (`segment.index.bytes`, as `reset` gives them); the paths are for errors.
     #[must_use]
-    pub fn new(base_offset: i64, max_index_size: usize, offset_path: &Path, time_path: &Path) -> Self {
+    pub fn new(base_offset: i64, max_index_size: usize, offset_path: PathBuf, time_path: PathBuf) -> Self {
         IndexRebuild {
             base_offset,
-            offset_path: offset_path.to_path_buf(),
-            time_path: time_path.to_path_buf(),
+            offset_path,
+            time_path,
             offset_bytes: Vec::new(),
             time_bytes: Vec::new(),
             max_offset_entries: max_index_size / OffsetIndex::ENTRY_SIZE,
@@ -166,7 +166,7 @@ mod tests {
             std::fs::remove_file(&tp).ok();
             let mut oi = OffsetIndex::open(&op, 100, max).unwrap();
             let mut ti = TimeIndex::open(&tp, 100, max).unwrap();
-            let mut rb = IndexRebuild::new(100, max, &op, &tp);
+            let mut rb = IndexRebuild::new(100, max, op.clone(), tp.clone());
             let mut ts = 1_000;
             for i in 0..200i64 {
                 ts += (i * 7) % 3; // repeated timestamps are skipped by both

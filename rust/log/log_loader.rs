@@ -440,12 +440,12 @@ fn open_segment(
             with_suffix(&path, suffix)
         }
     };
-    let (index_path, time_index_path) =
-        (path(crate::file_names::offset_index_file), path(crate::file_names::time_index_file));
-    // The listing's names, looked up by name (no path parsed).
-    let exists = |path: &Path, file_suffix: &str| match listing {
+    let index_path = || path(crate::file_names::offset_index_file);
+    let time_index_path = || path(crate::file_names::time_index_file);
+    // The listing's names, looked up by name (no path built or parsed).
+    let exists = |path: &dyn Fn() -> PathBuf, file_suffix: &str| match listing {
         Some(files) => files.contains(&(crate::file_names::segment_file_name(base, file_suffix) + suffix)),
-        None => path.exists(),
+        None => path().exists(),
     };
     let time_index_new = !exists(&time_index_path, TIME_INDEX_FILE_SUFFIX);
     let index_problem = if params.read_only || recovered_later {
@@ -454,15 +454,15 @@ fn open_segment(
         Some(IndexProblem::Missing)
     } else if check_now {
         let max_index_size = params.config.segment_index_bytes.max(0) as usize;
-        offset_index_problem(&index_path, !last).or_else(|| {
-            (!time_index_new).then(|| time_index_problem(&time_index_path, !last, max_index_size)).flatten()
+        offset_index_problem(&index_path(), !last).or_else(|| {
+            (!time_index_new).then(|| time_index_problem(&time_index_path(), !last, max_index_size)).flatten()
         })
     } else {
         None
     };
     let mut segment =
         LogSegment::open(dir, base, params.config, local.clock().clone(), suffix, false, params.read_only)?;
-    let txn_missing = listing.is_some() && !exists(&segment.txn_index_path(), TXN_INDEX_FILE_SUFFIX);
+    let txn_missing = listing.is_some() && !exists(&|| segment.txn_index_path(), TXN_INDEX_FILE_SUFFIX);
     if txn_missing {
         segment.txn_index_known_missing();
     }
@@ -483,7 +483,7 @@ fn open_segment(
         if time_index_new && !params.read_only && !recovered_later {
             log::info!(
                 "Could not find time index file {}; it starts empty (timestamp lookups scan the segment)",
-                time_index_path.display()
+                time_index_path().display()
             );
             // Kafka's `timeIndex().resize(0)`: an empty file, left unmapped.
             segment.time_index()?.create_empty_if_missing()?;

@@ -192,8 +192,8 @@ impl LogSegment {
         IndexRebuild::new(
             self.base_offset,
             self.offset_index.max_index_size(),
-            &self.offset_index.path(),
-            &self.time_index.path(),
+            self.offset_index.path(),
+            self.time_index.path(),
         )
     }
 
