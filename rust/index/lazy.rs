@@ -352,6 +352,31 @@ impl<T: IndexFile> LazyIndex<T> {
         }
     }
 
+    /// Trims the file of an index that is not open: one a recovery prepared at full size
+    /// (`rewrite_mapped`) is cut to its entries, as Kafka's `trimToValidSize` would cut it,
+    /// without mapping it; a missing one is created empty (`create_empty_if_missing`). Returns
+    /// false, doing nothing, when the index is open: the caller trims it through the open index.
+    ///
+    /// # Errors
+    /// `Io` naming the file when it cannot be opened or cut.
+    pub fn trim_unopened(&self) -> Result<bool> {
+        {
+            let mut state = self.state.write();
+            let State::Unloaded { path, prepared } = &mut *state else { return Ok(false) };
+            if let Some(p) = *prepared {
+                crate::util::fault::check(path, FaultOp::Open)
+                    .and_then(|()| crate::util::file::open(path, crate::util::file::OpenMode::ReadWrite))
+                    .and_then(|file| {
+                        crate::util::fault::check(path, FaultOp::Truncate).and_then(|()| file.set_len(p.valid_len()))
+                    })
+                    .map_err(|e| crate::error::Error::io(&*path, "trim index", e))?;
+                *prepared = None;
+            }
+        }
+        self.create_empty_if_missing()?;
+        Ok(true)
+    }
+
     /// Creates an empty file if the index was never opened and has no file yet, so a closed
     /// segment always has its index files (as Kafka's flush at shutdown leaves them).
     pub fn create_empty_if_missing(&self) -> Result<()> {

@@ -133,8 +133,17 @@ pub(crate) fn read_i64(buf: &[u8], at: usize) -> i64 {
 pub struct PreparedIndex {
     /// The live entries at the file's start.
     entries: usize,
+    /// Their bytes: the file's length once trimmed (Kafka's `trimToValidSize`).
+    valid_len: u64,
     /// The file's length.
     len: u64,
+}
+
+impl PreparedIndex {
+    /// The length of the file trimmed to its entries.
+    pub fn valid_len(&self) -> u64 {
+        self.valid_len
+    }
 }
 
 /// The state both indexes share (Kafka's `AbstractIndex`): the file, its storage and the entry
@@ -222,7 +231,7 @@ impl AbstractIndex {
             )));
         }
         let len = IndexStorage::prepare_holding(path, max_index_size, entry_size, entries)?;
-        Ok(PreparedIndex { entries: entries.len() / entry_size, len })
+        Ok(PreparedIndex { entries: entries.len() / entry_size, valid_len: entries.len() as u64, len })
     }
 
     /// Opens and maps the file [`Self::prepare_holding`] prepared, with its entries.

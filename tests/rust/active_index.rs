@@ -141,3 +141,36 @@ fn an_active_index_changed_after_the_recovery_is_refused_at_its_first_use() {
     let err = log.read(10, 1, FetchIsolation::LogEnd, true).unwrap_err().to_string();
     assert!(err.contains(&index.display().to_string()) && err.contains("16 bytes long"), "{err}");
 }
+
+/// A close that finds the recovered active indexes never used cuts each file to its entries
+/// without mapping it, so the next open does not take the preallocated zeros for entries.
+#[test]
+fn a_close_trims_recovered_active_indexes_never_used() {
+    let fx = Fixture::new();
+    let (index, time_index) = crashed_log(&fx);
+    let log = recover(&fx);
+    log.close().unwrap();
+    assert_eq!(len(&index), 16, "the offset index cut to its two entries");
+    assert_eq!(len(&time_index) % 12, 0);
+    assert!(len(&time_index) <= 36);
+    let log = fx.open(&cfg());
+    assert_eq!(log.active_segment().unwrap().offset_index().unwrap().get().unwrap().entries(), 2);
+    assert_reads(&log, 0..13);
+}
+
+/// A roll right after the recovery (an append too small for an index entry) trims the recovered
+/// segment's indexes, which were never mapped, through the flush after the roll.
+#[test]
+fn a_roll_trims_recovered_active_indexes_never_used() {
+    let fx = Fixture::new();
+    let (index, _) = crashed_log(&fx);
+    let log = recover(&fx);
+    log.roll().unwrap();
+    log.flush().unwrap();
+    assert_eq!(len(&index), 16);
+    append_values(&log, T0 + 13, &["v13"]);
+    assert_reads(&log, 0..14);
+    log.close().unwrap();
+    let log = fx.open(&cfg());
+    assert_reads(&log, 0..14);
+}

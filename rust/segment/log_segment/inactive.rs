@@ -41,8 +41,8 @@ impl LogSegment {
     }
 
     /// Trims both indexes to their entries if the segment became inactive since the last trim;
-    /// an index never mapped is created empty if missing (the roll's result in Kafka, whose
-    /// trim maps it first).
+    /// an index never mapped is cut to its entries if a recovery left it at full size, or
+    /// created empty if missing (the roll's result in Kafka, whose trim maps it first).
     pub fn trim_indexes_if_pending(&self) -> Result<()> {
         let mut pending = self.trim_pending.lock();
         if *pending {
@@ -54,17 +54,14 @@ impl LogSegment {
 
     /// A loaded index is trimmed as it is: trimming needs no check left to the first use
     /// (`log_segment/index_check.rs`), and a segment flagged for one never had an index
-    /// loaded through a lookup.
+    /// loaded through a lookup. An index not open is trimmed without mapping it (a recovered
+    /// active segment's, left at full size until its first use) or created empty.
     fn trim_indexes(&self) -> Result<()> {
-        if self.offset_index.is_loaded() {
+        if !self.offset_index.trim_unopened()? {
             self.offset_index.get_mut()?.trim_to_valid_size()?;
-        } else {
-            self.offset_index.create_empty_if_missing()?;
         }
-        if self.time_index.is_loaded() {
+        if !self.time_index.trim_unopened()? {
             self.time_index.get_mut()?.trim_to_valid_size()?;
-        } else {
-            self.time_index.create_empty_if_missing()?;
         }
         Ok(())
     }
