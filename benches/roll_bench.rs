@@ -104,6 +104,12 @@ fn bench_roll(c: &mut Criterion) {
     let modes = [("synchronous", RollFlushMode::Synchronous), ("background", RollFlushMode::Background)];
     let samples: Vec<Samples> = modes.iter().map(|_| Samples::default()).collect();
     let dirs = RunDirs::default();
+    // Dirty data an earlier bench left behind is written back first (`make bench-kafka` runs
+    // the cleaner's, which writes gigabytes, just before): its writeback stalled appends here
+    // by 20 ms. `bench_recovery.py` starts each run after an `os.sync()` for the same reason.
+    if let Err(e) = std::process::Command::new("sync").status() {
+        println!("sync before the runs failed: {e}");
+    }
     println!("load average before: {}", load_average());
     let mut group = c.benchmark_group("append_across_100_rolls");
     group.sample_size(10).warm_up_time(Duration::from_millis(1)).measurement_time(Duration::from_secs(10));
