@@ -326,8 +326,8 @@ fn open_at(dir_fd: std::os::fd::RawFd, name: &[u8], mode: OpenMode) -> Option<st
     };
     // A load reads every file it recovers once: without `O_NOATIME`, each first read after a
     // write dirties the inode for its access time (`relatime`), thousands of journal updates
-    // for one recovery. The flag is refused (`EPERM`) for a file of another owner, unless the
-    // process may change any file's owner: then opens go without it from there on.
+    // for one recovery. The flag is refused (`EPERM`) for a file of another owner to a process
+    // without `CAP_FOWNER`: then opens go without it from there on.
     let no_atime = NO_ATIME_ALLOWED.load(Ordering::Relaxed);
     let mut fd = open(mode.flags() | if no_atime { libc::O_NOATIME } else { 0 });
     if fd < 0 && no_atime && std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) {
