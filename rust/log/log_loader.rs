@@ -608,16 +608,7 @@ impl Listing {
     /// # Errors
     /// `Io` naming `dir` when it cannot be listed.
     pub fn read(dir: &Path) -> Result<Self> {
-        let mut names = Vec::new();
-        for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))? {
-            let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;
-            let file_type = entry.file_type().map_err(|e| Error::io(entry.path(), "stat", e))?;
-            if file_type.is_file() {
-                names.push(entry.file_name().into_string().unwrap_or_else(|n| n.to_string_lossy().into_owned()));
-            }
-        }
-        names.sort_unstable();
-        Ok(Listing { dir: dir.to_path_buf(), names })
+        Ok(Self::sorted(dir, crate::util::file::list_files(dir)?))
     }
 
     /// [`Self::read`] through the lock the caller holds on `dir` (`DirLock::list_files`, which
@@ -626,9 +617,12 @@ impl Listing {
     /// # Errors
     /// `Io` naming `dir` when it cannot be listed.
     pub fn read_locked(dir: &Path, lock: &crate::util::file::DirLock) -> Result<Self> {
-        let mut names = lock.list_files(dir)?;
+        Ok(Self::sorted(dir, lock.list_files(dir)?))
+    }
+
+    fn sorted(dir: &Path, mut names: Vec<String>) -> Self {
         names.sort_unstable();
-        Ok(Listing { dir: dir.to_path_buf(), names })
+        Listing { dir: dir.to_path_buf(), names }
     }
 
     /// Whether the listing holds a file named `name`.

@@ -264,16 +264,19 @@ fn is_regular_at(dir_fd: std::os::fd::RawFd, name: &[u8]) -> std::io::Result<boo
     Ok(st.st_mode & libc::S_IFMT == libc::S_IFREG)
 }
 
-/// The regular files of `dir` through `std::fs` (the listing of [`DirLock::list_files`] where
-/// `getdents64` is not available).
-#[cfg(not(target_os = "linux"))]
-fn list_files_std(dir: &Path) -> Result<Vec<String>> {
+/// The names of the regular files of `dir`, in directory order, through `std::fs` (a listing
+/// without the directory's lock, and [`DirLock::list_files`] where `getdents64` is not
+/// available). A name that is not UTF-8 is converted lossily.
+///
+/// # Errors
+/// `Io` naming `dir`, or the entry, when it cannot be listed.
+pub fn list_files(dir: &Path) -> Result<Vec<String>> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list directory", e))? {
         let entry = entry.map_err(|e| Error::io(dir, "list directory", e))?;
         let file_type = entry.file_type().map_err(|e| Error::io(entry.path(), "stat", e))?;
         if file_type.is_file() {
-            names.push(entry.file_name().to_string_lossy().into_owned());
+            names.push(entry.file_name().into_string().unwrap_or_else(|n| n.to_string_lossy().into_owned()));
         }
     }
     Ok(names)
@@ -418,7 +421,7 @@ impl DirLock {
         }
         #[cfg(not(target_os = "linux"))]
         {
-            list_files_std(dir)
+            list_files(dir)
         }
     }
 
