@@ -20,7 +20,9 @@ export PYTHONDONTWRITEBYTECODE := 1
 # dependencies and the `dev` extra, read from that file (the extension itself is built once, by
 # maturin develop below). kafkalog-dev.pth puts tests/ on the venv's path, so that the dev kit
 # (tests/kit: the shared test helpers, the Kafka harness) imports as `kit` from the tests, the
-# benches, subprocesses and Spark's Python workers.
+# benches, subprocesses and Spark's Python workers. kafkalog-pyspark-bytecode.pth has Spark's Python
+# workers import the installed pyspark (compiled) instead of its source-only pyspark.zip, which every
+# worker compiled again (tests/kit/pyspark_bytecode.py).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
@@ -30,6 +32,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet -r $(VENV)/dev-requirements.txt
 	$(PY) -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "kafkalog-dev.pth") \
 		.write_text(str(pathlib.Path("tests").resolve()) + "\n")'
+	$(PY) tests/kit/pyspark_bytecode.py
 	touch $@
 
 # Release build of the extension, installed into the venv (maturin develop puts the .so in

@@ -45,7 +45,6 @@ if __name__ == "__main__":  # before pyspark's imports: a missing pyspark or Jav
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.storagelevel import StorageLevel
 
 from ._native import log_dir_partitions
 from .demo_events import EPOCH_MS, MAX_KEYS, STEP_MS, generate, latest_per_key
@@ -107,9 +106,9 @@ def _write_round(spark: SparkSession, paths: _Paths, state: dict[str, Any], rnd:
     # One job: the counts are observed while the checkpoint is written. Its blocks go when the
     # DataFrame does (Spark's ContextCleaner).
     counts = Observation("generated")
-    events = (generate(spark, rnd, state["partitions"], spark.sparkContext.defaultParallelism)
+    events = (generate(spark, rnd, state["partitions"])
               .observe(counts, F.count(F.lit(1)).alias("n"),
-                       F.sum(F.length("key") + F.coalesce(F.length("value"), F.lit(0))).alias("bytes"))
+                       F.sum(F.octet_length("key") + F.coalesce(F.octet_length("value"), F.lit(0))).alias("bytes"))
               .localCheckpoint())
     n, payload = counts.get["n"], counts.get["bytes"] or 0
     generated = Step("Spark: generate", time.perf_counter() - t0, n, payload + n * _header_bytes())
@@ -150,9 +149,8 @@ def verify(spark: SparkSession, data_dir: str | os.PathLike[str], log: DataFrame
     kafkalog_spark.register(spark)
     paths = _Paths(data_dir)
     state = json.loads(paths.state.read_text())
-    expected = latest_per_key(spark, state["rounds"], spark.sparkContext.defaultParallelism).select(
-        F.col("key").cast("binary").alias("key"), F.col("value").cast("binary").alias("expected"),
-        F.lit(True).alias("in_input"))
+    expected = spark.createDataFrame(latest_per_key(state["rounds"])).select(
+        "key", F.col("value").alias("expected"), F.lit(True).alias("in_input"))
     cleaned = [c for p, o in state.get("cleaned_to", {}).items() for c in (F.lit(int(p)), F.lit(o).cast("long"))]
     cleaned_to = F.coalesce(F.create_map(*cleaned)[F.col("partition")], F.lit(-1)) if cleaned else F.lit(-1)
     log = _read_topic(spark, paths) if log is None else log
@@ -256,15 +254,16 @@ def run(
     bytes_after = sum(r["bytes_after"] for r in results)
 
     t0 = time.perf_counter()
-    log = _read_topic(spark, paths).persist(StorageLevel.MEMORY_ONLY)
-    try:
-        records_read = log.count()
-        steps += [compacted, Step("kafkalog: read", time.perf_counter() - t0, records_read, bytes_after)]
-        t0 = time.perf_counter()
-        checked = verify(spark, paths.root, log)
-        steps.append(Step("Spark: verify", time.perf_counter() - t0, checked.records_read, bytes_after))
-    finally:
-        log.unpersist()
+    # As the generate step: one job reads the topic into Spark's block manager (a local
+    # checkpoint keeps the rows as they are; a cache would first encode them into compressed
+    # columns, about 1 s more here) and counts it; the verification then reads those blocks.
+    counted = Observation("read")
+    log = _read_topic(spark, paths).observe(counted, F.count(F.lit(1)).alias("n")).localCheckpoint()
+    steps += [compacted, Step("kafkalog: read", time.perf_counter() - t0, counted.get["n"], bytes_after)]
+    t0 = time.perf_counter()
+    checked = verify(spark, paths.root, log)
+    steps.append(Step("Spark: verify", time.perf_counter() - t0, checked.records_read, bytes_after))
+    del log  # its blocks go with it (Spark's ContextCleaner)
 
     comparison = _compare_with_kafka(kafka_cleaner, paths, copies, state, results)
     total = sum(r["events"] for r in state["rounds"])
@@ -327,13 +326,21 @@ logger.gateway.level = error
 """
 
 
+#: ``spark.sql.execution.arrow.maxBytesPerBatch`` off (Int.MaxValue): below it, Spark sizes the Arrow
+#: batch it sends a Python worker again after every row, which took about a fifth of the write's
+#: JVM time here (its nested headers column most); ``maxRecordsPerBatch`` (10,000) still bounds each batch.
+_NO_BYTE_LIMIT = 2**31 - 1
+
+
 def build_session(data_dir: str | os.PathLike[str], cores: int = 2, master: str | None = None,
                   java_options: str | None = None) -> SparkSession:
     """A local[cores] session (or one on ``master``) for the demo: UI off, only errors logged
     (log4j2 config in DATA_DIR), no progress bars, workers running this interpreter (its venv has
-    kafkalog; on a cluster, the same path on every node). The driver JVM runs the parallel
-    collector (on two cores G1's concurrent threads take time from the tasks) and maps the
-    class-data archive when ``make demo`` has built one
+    kafkalog; on a cluster, the same path on every node), Arrow batches to the workers bounded
+    by rows only (:data:`_NO_BYTE_LIMIT`). The driver JVM runs the parallel collector (on two
+    cores G1's concurrent threads take time from the tasks) and only the client compiler (C1:
+    a job this short spends more CPU in C2's compiles than C2's code saves, about 1.5 s of the
+    demo's 20 on two cores), and maps the class-data archive when ``make demo`` has built one
     (:func:`kafkalog.spark.class_data.driver_java_options`); ``java_options`` replaces the
     archive's options."""
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -347,16 +354,18 @@ def build_session(data_dir: str | os.PathLike[str], cores: int = 2, master: str 
              .config("spark.sql.shuffle.partitions", str(2 * cores)).config("spark.default.parallelism", str(cores))
              .config("spark.sql.session.timeZone", "UTC").config("spark.python.worker.reuse", "true")
              .config("spark.driver.memory", "2g")
+             .config("spark.sql.execution.arrow.maxBytesPerBatch", str(_NO_BYTE_LIMIT))
              .config("spark.driver.extraJavaOptions", _driver_java_options(log4j, java_options)).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
 def _driver_java_options(log4j: Path, java_options: str | None) -> str:
-    """:func:`build_session`'s driver JVM options: its log4j2 config, the parallel collector,
-    and ``java_options`` (None: the class-data archive's, if one was built)."""
+    """:func:`build_session`'s driver JVM options: its log4j2 config, the parallel collector, C1
+    only, and ``java_options`` (None: the class-data archive's, if one was built)."""
     archive = driver_java_options() if java_options is None else java_options
-    return " ".join(filter(None, (f"-Dlog4j2.configurationFile={log4j.resolve()}", "-XX:+UseParallelGC", archive)))
+    return " ".join(filter(None, (f"-Dlog4j2.configurationFile={log4j.resolve()}", "-XX:+UseParallelGC",
+                                  "-XX:TieredStopAtLevel=1", archive)))
 
 
 def main(argv: list[str] | None = None) -> None:

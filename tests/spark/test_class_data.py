@@ -189,8 +189,8 @@ def test_a_real_archive_is_mapped_by_the_next_driver(archives: Path) -> None:
     assert options == f"-XX:SharedArchiveFile={path}"
     from kafkalog import demo
 
-    assert demo._driver_java_options(archives / "log4j2.properties", None).endswith(f" -XX:+UseParallelGC {options}")
-    assert demo._driver_java_options(archives / "log4j2.properties", "").endswith(" -XX:+UseParallelGC")
+    assert demo._driver_java_options(archives / "log4j2.properties", None).endswith(f" -XX:+UseParallelGC -XX:TieredStopAtLevel=1 {options}")
+    assert demo._driver_java_options(archives / "log4j2.properties", "").endswith(" -XX:+UseParallelGC -XX:TieredStopAtLevel=1")
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     ok = subprocess.run([str(submit), "--driver-java-options", f"{options} -Xshare:on", "--version"],
                         capture_output=True, text=True, timeout=120)

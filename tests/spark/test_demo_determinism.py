@@ -1,7 +1,7 @@
 """Same seed, same result: the demo's events (kafkalog.demo_events) and their order in each
 partition do not depend on the wall clock or on how Spark lays out its tasks, so two runs write
-the same partition files and end with the same counts. Also: the partition expression is
-Kafka's partitioner, and the Kafka cleaner line is skipped with a note saying what is missing."""
+the same partition files and end with the same counts. Also: the generator's partition of a
+key is Kafka's partitioner, and the Kafka cleaner line is skipped with a note saying what is missing."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import struct
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
@@ -24,13 +25,11 @@ ROUND = {"round": 1, "seed": 7, "events": 20_000, "keys": 2_000, "delete_ratio":
          "start_ms": demo_events.EPOCH_MS}
 
 
-def test_partition_expression_is_kafkas_partitioner(spark):
-    cids = [*range(3_000), 99_999, 1_000_000, 1_234_567, 7_654_321, demo_events.MAX_KEYS - 1]
-    df = spark.createDataFrame([(c,) for c in cids], "cid long")
+def test_kafka_partitions_is_kafkas_partitioner():
+    cids = np.array([*range(3_000), 99_999, 1_000_000, 1_234_567, 7_654_321, demo_events.MAX_KEYS - 1])
     for partitions in (1, 3, 4, 7, 100):
-        rows = demo_events.with_kafka_partition(df, partitions).collect()
-        assert [r["partition"] for r in rows] == [
-            partition_for_key(demo_events.KEY_FORMAT.encode() % r["cid"], partitions) for r in rows]
+        assert demo_events.kafka_partitions(cids, partitions).tolist() == [
+            partition_for_key(demo_events.KEY_FORMAT.encode() % c, partitions) for c in cids.tolist()]
 
 
 def rows_per_partition(table) -> dict[int, list[tuple]]:
@@ -55,13 +54,51 @@ def test_each_kafka_partition_is_one_task_in_seq_order(spark):
     assert len({next(iter(t)) for t in owners.values()}) == 3  # and each its own task
 
 
-def test_generated_events_do_not_depend_on_the_task_layout(spark):
-    """What the write gets per partition, from one slice or from five: the same rows in the same order."""
-    one = rows_per_partition(demo_events.generate(spark, ROUND, 3, slices=1).toArrow())
-    five = rows_per_partition(demo_events.generate(spark, ROUND, 3, slices=5).toArrow())
-    assert one == five and sum(map(len, one.values())) == 20_000
+def test_generated_events_do_not_depend_on_the_task_or_the_chunking(spark, monkeypatch):
+    """What the write gets per partition from Spark's tasks, and each partition's events drawn in
+    one numpy step or in many (chunks of 777 events): the same rows in the same order."""
+    spark_rows = rows_per_partition(demo_events.generate(spark, ROUND, 3).toArrow())
+    whole = {p: rows_per_partition(demo_events.events_of_partition(ROUND, 3, p))[p] for p in range(3)}
+    monkeypatch.setattr(demo_events, "_CHUNK", 777)
+    chunked = {p: rows_per_partition(demo_events.events_of_partition(ROUND, 3, p))[p] for p in range(3)}
+    assert spark_rows == whole == chunked and sum(map(len, whole.values())) == 20_000
+    assert [r[0] for r in whole[0]] == sorted(r[0] for r in whole[0])  # seq order
     other_seed = rows_per_partition(demo_events.generate(spark, {**ROUND, "seed": 8}, 3).toArrow())
-    assert other_seed != one
+    assert other_seed != spark_rows
+
+
+def test_ops_follow_each_keys_history_across_rounds():
+    """Debezium's op per event: c for a key's first change in round 1 or after its delete, d for
+    a delete, u otherwise; in a later round a key's first change is an upsert u."""
+    for rnd in (ROUND, {**ROUND, "round": 2, "seed": 9, "first_seq": 20_000}):
+        seen: dict[str, bool] = {}  # key -> its last event was a delete
+        for p in range(3):
+            for row in demo_events.events_of_partition(rnd, 3, p).to_pylist():
+                deleted = row["value"] is None
+                if deleted:
+                    want = "d"
+                elif row["key"] not in seen:
+                    want = "c" if rnd["round"] == 1 else "u"
+                else:
+                    want = "c" if seen[row["key"]] else "u"
+                assert row["op"] == want, row
+                seen[row["key"]] = deleted
+
+
+def test_latest_per_key_is_each_keys_last_event_over_the_rounds():
+    second = {**ROUND, "round": 2, "seed": 9, "first_seq": 20_000, "events": 5_000,
+              "start_ms": ROUND["start_ms"] + 20_000 * demo_events.STEP_MS}
+    last: dict[bytes, tuple[int, bytes | None]] = {}
+    for rnd in (ROUND, second):
+        for p in range(3):
+            for row in demo_events.events_of_partition(rnd, 3, p).to_pylist():
+                key = row["key"].encode()
+                if key not in last or last[key][0] < row["seq"]:
+                    last[key] = (row["seq"], None if row["value"] is None else row["value"].encode())
+    table = demo_events.latest_per_key([ROUND, second])
+    assert table.column_names == ["key", "seq", "value"]
+    got = {r["key"]: (r["seq"], r["value"]) for r in table.to_pylist()}
+    assert got == last and table.column("key").to_pylist() == sorted(last)
 
 
 def masked_log(path: Path) -> bytes:
