@@ -10,7 +10,8 @@ draws the round's choices (numpy, vectorised), keeps the events whose key Kafka'
 sends to its partition, and builds their columns with Arrow compute (no Python object per
 event). So every Kafka partition is in exactly one Spark task, in seq order, without a
 shuffle, and the write appends each partition's records from one task in one order: the
-partition files come out the same on every run (the sink's append timestamps aside).
+partition files come out the same on every run (the sink's append timestamps aside). (pyspark's
+``mapInArrow`` wants pandas in the driver, as the demo's dev venv has; matplotlib draws its picture.)
 
 The verification's expectation (:func:`latest_per_key`) comes from the same choices by another
 route: the latest seq of each key over all the round's events, then that event's value.
