@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["EPOCH_MS", "STEP_MS", "MAX_KEYS", "KEY_FORMAT", "SCHEMA", "generate", "events_of_partition",
-           "kafka_partitions", "latest_per_key"]
+           "kafka_partitions", "latest_per_key", "unit", "values"]
 
 #: Event time of a fresh topic's first event: 2025-01-01T00:00:00Z. Later rounds continue after
 #: the previous round's last event.
