@@ -20,9 +20,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # dependencies and the `dev` extra, read from that file (the extension itself is built once, by
 # maturin develop below). kafkalog-dev.pth puts tests/ on the venv's path, so that the dev kit
 # (tests/kit: the shared test helpers, the Kafka harness) imports as `kit` from the tests, the
-# benches, subprocesses and Spark's Python workers. kafkalog-pyspark-bytecode.pth has Spark's Python
-# workers import the installed pyspark (compiled) instead of its source-only pyspark.zip, which every
-# worker compiled again (tests/kit/pyspark_bytecode.py).
+# benches, subprocesses and Spark's Python workers.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
@@ -32,14 +30,16 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet -r $(VENV)/dev-requirements.txt
 	$(PY) -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "kafkalog-dev.pth") \
 		.write_text(str(pathlib.Path("tests").resolve()) + "\n")'
-	$(PY) tests/kit/pyspark_bytecode.py
 	touch $@
 
 # Release build of the extension, installed into the venv (maturin develop puts the .so in
-# python/kafkalog/; stale copies are removed first).
+# python/kafkalog/; stale copies are removed first). Then kafkalog-pyspark-bytecode.pth, which has
+# Spark's Python workers import the installed pyspark (compiled) instead of its source-only
+# pyspark.zip, which every worker compiled again (kafkalog.spark.pyspark_bytecode).
 $(NATIVE_STAMP): $(STAMP) $(RUST_SOURCES)
 	rm -f python/kafkalog/_native*.so
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release --quiet
+	$(PY) -m kafkalog.spark.pyspark_bytecode
 	touch $@
 
 # The demo's Spark driver maps a class-data archive of the classes it loads (kafkalog.spark.class_data:

@@ -1,5 +1,5 @@
-"""The dev venv's ``.pth`` that has Spark's Python workers import the installed pyspark (with
-its bytecode) instead of the sources in ``pyspark.zip`` (kit.pyspark_bytecode): it names only
+"""The ``.pth`` that has Spark's Python workers import the installed pyspark (with its bytecode)
+instead of the sources in ``pyspark.zip`` (kafkalog.spark.pyspark_bytecode): it names only
 entries the installed packages make redundant, and takes only those off ``sys.path``."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from kit import pyspark_bytecode
+from kafkalog.spark import pyspark_bytecode
 
 
 def fake_site(root: Path, *, py4j_installed: str | None = "0.10.9.9", jar_has_python: bool = False) -> Path:
@@ -67,3 +67,13 @@ def test_the_line_takes_exactly_those_entries_off_the_path(tmp_path):
     code = (f"import sys; sys.path[:] = {entries + other!r}; exec({pth.read_text()!r}); print(sys.path)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == repr(other)
+
+
+def test_the_command_writes_and_removes_the_file(tmp_path, capsys):
+    site = fake_site(tmp_path)
+    pyspark_bytecode.main(["--site-packages", str(site)])
+    pth = site / pyspark_bytecode.PTH_NAME
+    assert pth.read_text() == pyspark_bytecode.pth_line(pyspark_bytecode.dropped_entries(site))
+    assert str(pth) in capsys.readouterr().out
+    pyspark_bytecode.main(["--site-packages", str(site), "--remove"])
+    assert not pth.exists() and "removed" in capsys.readouterr().out

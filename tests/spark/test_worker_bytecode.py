@@ -1,6 +1,6 @@
 """Spark's Python workers in the dev venv import the installed pyspark, with its bytecode, not
 the source-only pyspark.zip Spark puts first on their PYTHONPATH: the venv's
-kafkalog-pyspark-bytecode.pth, which the Makefile writes (kit.pyspark_bytecode)."""
+kafkalog-pyspark-bytecode.pth, which the Makefile writes (kafkalog.spark.pyspark_bytecode)."""
 
 from __future__ import annotations
 

@@ -18,14 +18,16 @@ installed packages and their ``__pycache__`` (pip compiles it at install). It on
 - the jars in pyspark's ``jars/`` that hold no Python module.
 
 Anything else on the path is left alone; with pyspark uninstalled or upgraded, the entries named
-no longer appear and the line does nothing. The Makefile runs this after installing the venv's
-packages (``python tests/kit/pyspark_bytecode.py``). A user's own venv can do the same.
+no longer appear and the line does nothing. Run ``python -m kafkalog.spark.pyspark_bytecode``
+with the Python of the environment Spark's workers use (on a cluster, on every node); the
+Makefile does it for the dev venv. It writes into that environment's site-packages, so run it
+again after upgrading pyspark (``--remove`` takes the file away). It imports no pyspark.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
-import sys
 import sysconfig
 import zipfile
 from pathlib import Path
@@ -82,7 +84,22 @@ def write_pth(site_packages: Path) -> Path | None:
     return target
 
 
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m kafkalog.spark.pyspark_bytecode", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--remove", action="store_true", help=f"remove {PTH_NAME} instead")
+    parser.add_argument("--site-packages", type=Path, default=Path(sysconfig.get_paths()["purelib"]),
+                        help="where to write it (default: this Python's site-packages)")
+    args = parser.parse_args(argv)
+    target = args.site_packages / PTH_NAME
+    if args.remove:
+        target.unlink(missing_ok=True)
+        print(f"removed {target}")
+        return
+    written = write_pth(args.site_packages)
+    print(f"{written}: Spark's Python workers started by this Python import the installed pyspark" if written
+          else f"no pyspark installed in {args.site_packages}: nothing written")
+
+
 if __name__ == "__main__":
-    written = write_pth(Path(sysconfig.get_paths()["purelib"]))
-    print(f"{written}: Spark's Python workers import the installed pyspark's bytecode" if written
-          else "no pyspark installed here: nothing to do", file=sys.stderr)
+    main()
