@@ -27,11 +27,9 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy and pyarrow are imported where used: numpy's import starts OpenBLAS's threads
+    import numpy as np
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["EPOCH_MS", "STEP_MS", "MAX_KEYS", "KEY_FORMAT", "SCHEMA", "generate", "events_of_partition",
@@ -60,15 +58,24 @@ _CITIES = (("Lisbon", "PT"), ("Berlin", "DE"), ("Osaka", "JP"), ("Oslo", "NO"), 
 
 # -- deterministic draws ------------------------------------------------------------------------
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_GOLDEN = 0x9E3779B97F4A7C15
 
 
-def _salt(seed: int, salt: str) -> np.uint64:
-    return np.uint64(int.from_bytes(hashlib.blake2b(f"{seed}/{salt}".encode(), digest_size=8).digest(), "little"))
+def _salt(seed: int, salt: str) -> int:
+    return int.from_bytes(hashlib.blake2b(f"{seed}/{salt}".encode(), digest_size=8).digest(), "little")
+
+
+def _hash(seed: int, salt: str, of: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of (seed, salt, value) for each value of ``of`` (integers >= 0)."""
+    import numpy as np
+
+    return _mix(of.astype(np.uint64) * np.uint64(_GOLDEN) + np.uint64(_salt(seed, salt)))
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
     """SplitMix64's finalizer, on uint64 (numpy wraps the products modulo 2^64)."""
+    import numpy as np
+
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     out: np.ndarray = z ^ (z >> np.uint64(31))
@@ -77,12 +84,16 @@ def _mix(z: np.ndarray) -> np.ndarray:
 
 def unit(seed: int, salt: str, of: np.ndarray) -> np.ndarray:
     """Uniform in [0, 1) for each value of ``of`` (integers >= 0): a hash of (seed, salt, value)."""
-    return (_mix(of.astype(np.uint64) * _GOLDEN + _salt(seed, salt)) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    import numpy as np
+
+    return (_hash(seed, salt, of) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
 
 
 def _choices(rnd: dict[str, Any], lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(seq, cid, is_delete) of the round's events with seq in [lo, hi). Hot and cold customers:
     the square of a uniform draw favours low ids, as real traffic does."""
+    import numpy as np
+
     seq = np.arange(lo, hi, dtype=np.int64)
     cid = (unit(rnd["seed"], "key", seq) ** 2 * rnd["keys"]).astype(np.int64)
     return seq, cid, unit(rnd["seed"], "delete", seq) < rnd["delete_ratio"]
@@ -104,6 +115,9 @@ def _spans(rnd: dict[str, Any]) -> Iterator[tuple[int, int]]:
 
 def _keys(cid: np.ndarray) -> pa.StringArray:
     """``KEY_FORMAT % cid`` for each ``0 <= cid < MAX_KEYS``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     digits = pc.utf8_lpad(pc.cast(pa.array(cid, pa.int64()), pa.string()), 7, "0")
     out = pc.binary_join_element_wise("customer-", digits, "")
     assert isinstance(out, pa.StringArray)
@@ -122,6 +136,8 @@ def kafka_partitions(cid: np.ndarray, partitions: int) -> np.ndarray:
 
 @lru_cache(maxsize=4)
 def _partition_of_cid(keys: int, partitions: int) -> np.ndarray:
+    import numpy as np
+
     return kafka_partitions(np.arange(keys, dtype=np.int64), partitions)
 
 
@@ -129,16 +145,23 @@ def _partition_of_cid(keys: int, partitions: int) -> np.ndarray:
 
 
 def _pick(options: tuple[str, ...], u: np.ndarray) -> pa.Array:
+    import numpy as np
+    import pyarrow as pa
+
     return pa.array(options).take(pa.array((u * len(options)).astype(np.int64)))
 
 
 def values(rnd: dict[str, Any], seq: np.ndarray, cid: np.ndarray, is_delete: np.ndarray) -> pa.StringArray:
     """The JSON row after each change (seq, cid) of round ``rnd``: a name and email per
     customer, the rest changes with each event; null (a tombstone) for a delete."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     seed = rnd["seed"]
     first, last = _pick(_FIRST, unit(seed, "first", cid)), _pick(_LAST, unit(seed, "last", cid))
     city = (unit(seed, "city", seq) * len(_CITIES)).astype(np.int64)
-    balance = (_mix(seq.astype(np.uint64) * _GOLDEN + _salt(seed, "balance")) % np.uint64(5_000_000))
+    balance = _hash(seed, "balance", seq) % np.uint64(5_000_000)
     opt_in = pa.array(np.array(["false", "true"])[(unit(seed, "opt_in", seq) < 0.6).astype(np.int64)])
     cid_s = pc.cast(pa.array(cid), pa.string())
 
@@ -168,6 +191,9 @@ def _ops(rnd: dict[str, Any], cid: np.ndarray, is_delete: np.ndarray) -> pa.Stri
     """Debezium's ops of events in seq order: c(reate) for a key's first change in the first
     round or after a delete, u(pdate), d(elete). In later rounds a key's first change is an
     upsert "u". Every event of a key must be among them (one Kafka partition's are)."""
+    import numpy as np
+    import pyarrow as pa
+
     order = np.argsort(cid, kind="stable")  # by key, each key's events in seq order
     by_key, deleted = cid[order], is_delete[order]
     first_of_key = np.ones(len(order), dtype=bool)
@@ -186,6 +212,9 @@ def _ops(rnd: dict[str, Any], cid: np.ndarray, is_delete: np.ndarray) -> pa.Stri
 def events_of_partition(rnd: dict[str, Any], partitions: int, partition: int) -> pa.RecordBatch:
     """The round's events whose key goes to Kafka partition ``partition`` of ``partitions``, in
     seq order, with the columns of :data:`SCHEMA`."""
+    import numpy as np
+    import pyarrow as pa
+
     _check_keys(rnd)
     owner = _partition_of_cid(rnd["keys"], partitions)
     parts = []
@@ -218,6 +247,10 @@ def latest_per_key(rounds: list[dict[str, Any]]) -> pa.Table:
     """The latest event of every key over ``rounds`` (seqs increase from round to round), by key:
     columns key (binary), seq and value (binary, null for a delete). The latest seq of each key
     is the last of its draws over all the rounds' events; then the value of that one event is built."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if not rounds:
         raise ValueError("no rounds")
     parts = []
@@ -240,6 +273,10 @@ def latest_per_key(rounds: list[dict[str, Any]]) -> pa.Table:
 
 def _replace(column: pa.Array, at: np.ndarray, new: pa.Array) -> pa.Array:
     """``column`` with the values at indices ``at`` (increasing) replaced by ``new``."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     index = np.full(len(column), -1, dtype=np.int64)
     index[at] = np.arange(len(at))
     taken = new.take(pa.array(np.where(index >= 0, index, 0)))

@@ -1034,6 +1034,19 @@ def test_import_starts_no_threads() -> None:
     assert late == "-", f"imported by import kafkalog: {late}"
 
 
+def test_importing_the_demo_starts_no_threads() -> None:
+    """The demo (``python -m kafkalog.demo``; pyspark and its Spark session are its business)
+    imports numpy and pyarrow, whose import starts OpenBLAS's threads, only when it generates."""
+    probe = IMPORT_PROBE.replace("import kafkalog, kafkalog.manager, kafkalog.testing, kafkalog.spark, kafkalog.cli",
+                                 "import kafkalog.demo, kafkalog.demo_events, kafkalog.spark.pyspark_bytecode")
+    probe = probe.replace('("pyarrow", "numpy", "pyspark")', '("pyarrow", "numpy")')
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert out.returncode == 0, out.stderr
+    py_before, py_after, os_before, os_after, late = out.stdout.split()
+    assert (int(py_after), int(os_after)) == (int(py_before), int(os_before))
+    assert late == "-", f"imported by import kafkalog.demo: {late}"
+
+
 def test_kafka_schema_is_exported_on_first_use() -> None:
     """``kafkalog.KAFKA_SCHEMA`` (and ``from kafkalog import *``) still give the Arrow schema."""
     import kafkalog
