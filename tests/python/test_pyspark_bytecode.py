@@ -60,7 +60,7 @@ def test_without_pyspark_nothing_is_written_and_a_stale_file_goes(tmp_path):
 def test_the_line_takes_exactly_those_entries_off_the_path(tmp_path):
     site = fake_site(tmp_path)
     pth = pyspark_bytecode.write_pth(site)
-    assert pth is not None and pth.read_text().startswith("import sys;")
+    assert pth is not None and pth.read_text().startswith("import os, sys;")
     entries = pyspark_bytecode.dropped_entries(site)
     other = [str(tmp_path / "elsewhere.zip"), "/usr/lib/python3.11", str(site)]
     # A fresh interpreter runs the line as site does (exec of one line), on a path holding both.
@@ -77,3 +77,17 @@ def test_the_command_writes_and_removes_the_file(tmp_path, capsys):
     assert str(pth) in capsys.readouterr().out
     pyspark_bytecode.main(["--site-packages", str(site), "--remove"])
     assert not pth.exists() and "removed" in capsys.readouterr().out
+
+
+def test_a_symlinked_spelling_of_the_zip_is_dropped_too_and_a_broken_jar_kept(tmp_path):
+    site = fake_site(tmp_path)
+    (site / "pyspark" / "jars" / "spark-core_2.13-4.3.0.jar").write_bytes(b"not a zip")
+    entries = pyspark_bytecode.dropped_entries(site)
+    assert [Path(e).name for e in entries] == ["py4j-0.10.9.9-src.zip", "pyspark.zip"]
+    link = tmp_path / "spark-home"
+    link.symlink_to(site / "pyspark")
+    spelled = str(link / "python" / "lib" / "pyspark.zip")
+    code = (f"import sys; sys.path[:] = [{spelled!r}, '/elsewhere']; "
+            f"exec({pyspark_bytecode.pth_line(entries)!r}); print(sys.path)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == repr(["/elsewhere"])

@@ -15,9 +15,10 @@ installed packages and their ``__pycache__`` (pip compiles it at install). It on
 
 - the ``pyspark.zip`` inside the installed pyspark itself (the same wheel's files);
 - the ``py4j-<version>-src.zip`` beside it when the installed py4j has that version;
-- the jars in pyspark's ``jars/`` that hold no Python module.
+- Spark's core jar in pyspark's ``jars/`` when it holds no Python module (an unreadable one is kept).
 
-Anything else on the path is left alone; with pyspark uninstalled or upgraded, the entries named
+Paths are compared resolved (``os.path.realpath``), so a symbolic link in either spelling does
+not matter. Anything else on the path is left alone; with pyspark uninstalled or upgraded, the entries named
 no longer appear and the line does nothing. Run ``python -m kafkalog.spark.pyspark_bytecode``
 with the Python of the environment Spark's workers use (on a cluster, on every node); the
 Makefile does it for the dev venv. It writes into that environment's site-packages, so run it
@@ -27,6 +28,7 @@ again after upgrading pyspark (``--remove`` takes the file away). It imports no 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sysconfig
 import zipfile
@@ -53,10 +55,14 @@ def dropped_entries(site_packages: Path) -> list[str]:
         if match and match.group(1) == installed_py4j:
             out.append(str(z))
     for jar in sorted((pyspark / "jars").glob("spark-core_*.jar")):
-        with zipfile.ZipFile(jar) as zf:
-            if not any(name.endswith((".py", ".pyc")) for name in zf.namelist()):
-                out.append(str(jar))
-    return sorted(out)
+        try:
+            with zipfile.ZipFile(jar) as zf:
+                python_inside = any(name.endswith((".py", ".pyc")) for name in zf.namelist())
+        except (OSError, zipfile.BadZipFile):
+            continue  # unreadable: kept on the path, as Spark gives it
+        if not python_inside:
+            out.append(str(jar))
+    return sorted(os.path.realpath(p) for p in out)
 
 
 def _py4j_version(site_packages: Path) -> str | None:
@@ -68,8 +74,9 @@ def _py4j_version(site_packages: Path) -> str | None:
 
 
 def pth_line(entries: list[str]) -> str:
-    """The ``.pth`` line taking ``entries`` off ``sys.path`` (``site`` runs lines that start with ``import``)."""
-    return f"import sys; sys.path[:] = [p for p in sys.path if p not in {tuple(entries)!r}]\n"
+    """The ``.pth`` line taking ``entries`` (resolved paths) off ``sys.path`` (``site`` runs
+    lines that start with ``import``)."""
+    return f"import os, sys; sys.path[:] = [p for p in sys.path if os.path.realpath(p) not in {tuple(entries)!r}]\n"
 
 
 def write_pth(site_packages: Path) -> Path | None:
