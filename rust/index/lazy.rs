@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::{MappedRwLockReadGuard, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use super::mmap::IndexStorage;
 use super::offset_index::OffsetIndex;
 use super::time_index::TimeIndex;
 use super::{AbstractIndex, PreparedIndex};
@@ -364,12 +365,7 @@ impl<T: IndexFile> LazyIndex<T> {
             let mut state = self.state.write();
             let State::Unloaded { path, prepared } = &mut *state else { return Ok(false) };
             if let Some(p) = *prepared {
-                crate::util::fault::check(path, FaultOp::Open)
-                    .and_then(|()| crate::util::file::open(path, crate::util::file::OpenMode::ReadWrite))
-                    .and_then(|file| {
-                        crate::util::fault::check(path, FaultOp::Truncate).and_then(|()| file.set_len(p.valid_len()))
-                    })
-                    .map_err(|e| crate::error::Error::io(&*path, "trim index", e))?;
+                IndexStorage::trim_unmapped(path, p.valid_len())?;
                 *prepared = None;
             }
         }

@@ -166,6 +166,15 @@ impl IndexStorage {
         Ok(full)
     }
 
+    /// Cuts the file [`Self::prepare_holding`] prepared, never mapped since, to `valid_len`
+    /// (its entries), without mapping it: Kafka's `trimToValidSize` of an index not in use.
+    pub(crate) fn trim_unmapped(path: &Path, valid_len: u64) -> Result<()> {
+        check(path, FaultOp::Open)
+            .and_then(|()| crate::util::file::open(path, crate::util::file::OpenMode::ReadWrite))
+            .and_then(|file| check(path, FaultOp::Truncate).and_then(|()| file.set_len(valid_len)))
+            .map_err(|e| Error::io(path, "trim index", e))
+    }
+
     /// Opens and maps the file [`Self::prepare_holding`] left `len` bytes long. A file of
     /// another length was changed behind the log's back (the directory is locked): an
     /// `IllegalState` error naming it, rather than entries read from the wrong bytes.

@@ -209,26 +209,24 @@ fn complete_or_roll_back_replace(dir: &Path, files: &Listing, result: &mut LoadR
     let mut cleaned = Vec::new();
     let mut swaps = Vec::new();
     for name in &files.names {
-        // Most names are live files, which need no path here.
-        let suffixes = [DELETED_FILE_SUFFIX, crate::file_names::TMP_FILE_SUFFIX, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX];
-        if !suffixes.iter().any(|suffix| name.ends_with(suffix)) {
-            continue;
-        }
-        let path = &dir.join(name);
+        // The path is built only for the names acted on (most are live files).
+        let path = || dir.join(name);
         if is_deleted_file(name) {
+            let path = path();
             log::info!("Deleting stray temporary file {}", path.display());
-            delete_if_exists(path)?;
+            delete_if_exists(&path)?;
             changed = true;
         } else if name.ends_with(crate::file_names::TMP_FILE_SUFFIX) {
             // The temporary file of an atomic write a crash interrupted (`partition.metadata`,
             // `leader-epoch-checkpoint`); the real file is intact. Kafka leaves these behind.
+            let path = path();
             log::info!("deleting {}, left by an interrupted write", path.display());
-            delete_if_exists(path)?;
+            delete_if_exists(&path)?;
             changed = true;
         } else if name.ends_with(CLEANED_FILE_SUFFIX) {
-            cleaned.push((offset_from_file_name(name), path.clone()));
+            cleaned.push((offset_from_file_name(name), path()));
         } else if name.ends_with(SWAP_FILE_SUFFIX) {
-            swaps.push((offset_from_file_name(name), name.clone(), path.clone()));
+            swaps.push((offset_from_file_name(name), name.clone(), path()));
         }
     }
     let min_cleaned = cleaned.iter().filter_map(|(o, _)| *o).min().unwrap_or(i64::MAX);
@@ -432,16 +430,8 @@ fn open_segment(
         IndexCheck::Now { last } => (false, true, last),
         IndexCheck::AtFirstUse => (false, false, false),
     };
-    let path = |of: fn(&Path, i64) -> PathBuf| {
-        let path = of(dir, base);
-        if suffix.is_empty() {
-            path
-        } else {
-            with_suffix(&path, suffix)
-        }
-    };
-    let index_path = || path(crate::file_names::offset_index_file);
-    let time_index_path = || path(crate::file_names::time_index_file);
+    let index_path = || with_suffix(&crate::file_names::offset_index_file(dir, base), suffix);
+    let time_index_path = || with_suffix(&crate::file_names::time_index_file(dir, base), suffix);
     // The listing's names, looked up by name (no path built or parsed).
     let exists = |path: &dyn Fn() -> PathBuf, file_suffix: &str| match listing {
         Some(files) => files.contains(&(crate::file_names::segment_file_name(base, file_suffix) + suffix)),
